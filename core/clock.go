@@ -1,0 +1,44 @@
+package core
+
+import (
+	"sync"
+	"time"
+)
+
+// A Clock tells the time. Stores read it once per decision; tests pass a virtual clock to
+// make decisions deterministic.
+type Clock interface {
+	Now() time.Time
+}
+
+// ManualClock is a Clock that moves only when told, for tests and simulations.
+// Its zero value reads as the zero time. It is safe for concurrent use.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock returns a clock reading t.
+func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d and returns the new time.
+func (c *ManualClock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Set moves the clock to t.
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}

@@ -1,0 +1,295 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// The engine works on a key's state: a []int64 of p.StateLen() slots, laid out as
+//
+//	[0]                  write index of the grant log (the slot the next grant overwrites)
+//	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
+//	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[BoundedBuckets+1]
+//
+// One log serves every exact rate of the policy: a request of cost c fits rate N per T if
+// the (N-c+1)-th most recent grant is at least T old, an O(1) lookup. Times are int64
+// nanoseconds on the store's clock.
+const (
+	never      = math.MinInt64
+	boundedLen = 4 + BoundedBuckets + 1
+)
+
+// StateLen returns the number of int64 slots a key's state takes under p.
+func (p *Policy) StateLen() int { return p.stateLen }
+
+// NewState returns the state of a key that holds no grant.
+func (p *Policy) NewState() []int64 {
+	s := make([]int64, p.stateLen)
+	p.ResetState(s)
+	return s
+}
+
+// ResetState clears s, of length StateLen, to hold no grant.
+func (p *Policy) ResetState(s []int64) {
+	clear(s)
+	for i := 1; i <= p.logLen; i++ {
+		s[i] = never
+	}
+}
+
+// Apply decides a request of the given cost for a key whose state is s, at time now
+// (nanoseconds on any monotonic clock the caller keeps for that key), records it as mode
+// says, and returns the decision. It is the engine every in-process store shares; the
+// caller serializes calls on one state. A time earlier than one already recorded counts
+// as that time, so racing clock reads cannot unsort the log.
+//
+// A cost below 1 counts as 1. A cost above some rate's Count fails with ErrCostTooHigh.
+func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, error) {
+	if cost < 1 {
+		cost = 1
+	}
+	if err := p.checkCost(cost); err != nil {
+		return Decision{}, err
+	}
+	L := p.logLen
+	w := int(s[0])
+	log := s[1 : 1+L]
+	if L > 0 {
+		if newest := log[back(w, 1, L)]; now < newest {
+			now = newest
+		}
+	}
+	for j, ri := range p.bounded {
+		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
+		now = max(now, b[bLast])
+		expire(b, p.rates[ri], now)
+	}
+
+	allowed := true
+	j := 0
+	for _, r := range p.rates {
+		if r.Exact() {
+			if log[back(w, r.Count-cost+1, L)] > now-int64(r.Period) {
+				allowed = false
+			}
+			continue
+		}
+		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
+		j++
+		if b[bSum]+int64(cost) > int64(r.Count) {
+			allowed = false
+		}
+	}
+
+	if mode == Penalty || (allowed && mode == Enforce) {
+		for range min(cost, L) {
+			log[w] = now
+			if w++; w == L {
+				w = 0
+			}
+		}
+		s[0] = int64(w)
+		for j, ri := range p.bounded {
+			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
+			record(b, p.rates[ri], now, cost)
+		}
+	}
+	for j := range p.bounded {
+		s[1+L+j*boundedLen+bLast] = now
+	}
+	return p.report(s, now, cost, allowed), nil
+}
+
+func (p *Policy) checkCost(cost int) error {
+	for _, r := range p.rates {
+		if cost > r.Count {
+			return fmt.Errorf("cost %d, rate %v: %w", cost, r, ErrCostTooHigh)
+		}
+	}
+	return nil
+}
+
+// report fills a decision from the state after recording.
+func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
+	L := p.logLen
+	w := int(s[0])
+	log := s[1 : 1+L]
+	d := Decision{Allowed: allowed, Remaining: math.MaxInt, Rate: -1}
+	j := 0
+	for i, r := range p.rates {
+		T := int64(r.Period)
+		var used, retry, reset int64
+		if r.Exact() {
+			used = int64(usedInLog(log, w, r.Count, now-T))
+			if used > 0 {
+				reset = log[back(w, 1, L)] + T - now
+			}
+			if !allowed {
+				retry = max(0, log[back(w, r.Count-cost+1, L)]+T-now)
+			}
+		} else {
+			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
+			j++
+			used = b[bSum]
+			g := granule(r)
+			if used > 0 {
+				reset = (b[bNewest]+1)*g + T - now
+			}
+			if !allowed {
+				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
+			}
+		}
+		rem := max(0, r.Count-int(used))
+		tighter := false
+		switch {
+		case d.Rate < 0:
+			tighter = true
+		case !allowed:
+			tighter = time.Duration(retry) > d.RetryAfter || (time.Duration(retry) == d.RetryAfter && rem < d.Remaining)
+		default:
+			tighter = rem < d.Remaining || (rem == d.Remaining && time.Duration(reset) > d.Reset)
+		}
+		if tighter {
+			d.Rate, d.Limit, d.Window, d.Remaining = i, r.Count, r.Period, rem
+			d.RetryAfter, d.Reset = time.Duration(retry), time.Duration(reset)
+		}
+		d.FullReset = max(d.FullReset, time.Duration(reset))
+	}
+	return d
+}
+
+// Idle reports whether a key with state s holds no grant that any window still counts at
+// time now, so that dropping the state cannot change a later decision.
+func (p *Policy) Idle(s []int64, now int64) bool {
+	L := p.logLen
+	if L > 0 {
+		if newest := s[1+back(int(s[0]), 1, L)]; newest != never && newest > now-int64(p.longestExact()) {
+			return false
+		}
+	}
+	for j, ri := range p.bounded {
+		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
+		r := p.rates[ri]
+		if b[bSum] > 0 && (b[bNewest]+1)*granule(r)+int64(r.Period) > now {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Policy) longestExact() time.Duration {
+	var d time.Duration
+	for _, r := range p.rates {
+		if r.Exact() {
+			d = max(d, r.Period)
+		}
+	}
+	return d
+}
+
+// back returns the ring index of the k-th most recent entry (k >= 1) of a ring of length
+// n whose next write goes to w.
+func back(w, k, n int) int {
+	i := w - k
+	for i < 0 {
+		i += n
+	}
+	return i
+}
+
+// usedInLog counts the grants after cutoff among the last n of the log, by binary search:
+// entries only get older as k grows.
+func usedInLog(log []int64, w, n int, cutoff int64) int {
+	L := len(log)
+	if log[back(w, n, L)] > cutoff {
+		return n
+	}
+	lo, hi := 0, n-1 // the answer is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if log[back(w, mid, L)] > cutoff {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// Slots of a bounded rate's block.
+const (
+	bLo     = 0 // lowest bucket index still counted
+	bSum    = 1 // sum of counts
+	bNewest = 2 // bucket index of the newest grant
+	bLast   = 3 // the latest decision time seen, so time never runs backwards for the key
+	bCounts = 4
+)
+
+// granule is the length of one bucket of a bounded rate: Period/BoundedBuckets, rounded
+// up so that BoundedBuckets granules always cover the period.
+func granule(r Rate) int64 {
+	return (int64(r.Period) + BoundedBuckets - 1) / BoundedBuckets
+}
+
+// expire drops the buckets that no longer overlap the window (now-T, now]. A bucket is
+// counted whole while any part of it overlaps, so the count never falls short of the
+// grants in the window; that is what keeps the bounded form strict.
+func expire(b []int64, r Rate, now int64) {
+	lo := floorDiv(now-int64(r.Period), granule(r))
+	if lo <= b[bLo] {
+		return
+	}
+	if b[bSum] != 0 {
+		if lo-b[bLo] >= BoundedBuckets+1 {
+			clear(b[bCounts:])
+			b[bSum] = 0
+		} else {
+			for k := b[bLo]; k < lo; k++ {
+				i := bCounts + mod(k, BoundedBuckets+1)
+				b[bSum] -= b[i]
+				b[i] = 0
+			}
+		}
+	}
+	b[bLo] = lo
+}
+
+func record(b []int64, r Rate, now int64, cost int) {
+	k := max(floorDiv(now, granule(r)), b[bNewest])
+	b[bCounts+mod(k, BoundedBuckets+1)] += int64(cost)
+	b[bSum] += int64(cost)
+	b[bNewest] = k
+}
+
+// boundedRetry returns how long until need units leave the window: bucket k leaves it
+// once now-T reaches the end of k.
+func boundedRetry(b []int64, g, T, now, need int64) int64 {
+	var freed int64
+	for k := b[bLo]; k <= b[bNewest]; k++ {
+		freed += b[bCounts+mod(k, BoundedBuckets+1)]
+		if freed >= need {
+			return max(0, (k+1)*g+T-now)
+		}
+	}
+	return max(0, (b[bNewest]+1)*g+T-now)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+func mod(k int64, n int) int {
+	m := int(k % int64(n))
+	if m < 0 {
+		m += n
+	}
+	return m
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,133 @@
+package core
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Policy is one or more rates enforced together on a key: a request is admitted only if
+// every rate has room for it, and then it is recorded in all of them at once.
+//
+// Policies are immutable and safe to share. Two policies with the same text are the same
+// limit and share buckets in a store.
+type Policy struct {
+	rates []Rate
+	text  string
+	salt  uint64 // hashes the policy into store keys; equal for equal text
+
+	// Layout of a key's state, shared by every store that keeps state in int64 slots.
+	logLen   int           // exact log capacity: the largest exact Count, 0 if none
+	maxCount int           // the largest Count of any rate
+	longest  time.Duration // the longest Period: a key idle this long holds nothing
+	bounded  []int         // indexes into rates of the bounded ones
+	stateLen int
+}
+
+// policySeed makes policy salts differ between processes while equal texts match.
+var policySeed = maphash.MakeSeed()
+
+// NewPolicy validates rates and returns the policy enforcing all of them. Rates are kept
+// in the order given; duplicates are allowed but pointless.
+func NewPolicy(rates ...Rate) (*Policy, error) {
+	if len(rates) == 0 {
+		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
+	}
+	p := &Policy{rates: append([]Rate(nil), rates...)}
+	texts := make([]string, len(rates))
+	for i, r := range rates {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
+		}
+		texts[i] = r.String()
+		if r.Exact() {
+			p.logLen = max(p.logLen, r.Count)
+		} else {
+			p.bounded = append(p.bounded, i)
+		}
+		p.maxCount = max(p.maxCount, r.Count)
+		p.longest = max(p.longest, r.Period)
+	}
+	p.text = strings.Join(texts, ",")
+	p.salt = maphash.String(policySeed, p.text)
+	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
+	return p, nil
+}
+
+// MustPolicy is like NewPolicy but panics on error, for package-level policies.
+func MustPolicy(rates ...Rate) *Policy {
+	p, err := NewPolicy(rates...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// ParsePolicy reads a policy's text form: comma-separated rates "COUNT/PERIOD", such as
+// "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", "1h30m", "500ms"), a count
+// of days ("1d"), or a bare unit ("s" means "1s"). Spaces around items are ignored.
+// Errors name the item and its byte offset.
+func ParsePolicy(text string) (*Policy, error) {
+	var rates []Rate
+	off := 0
+	for _, item := range strings.Split(text, ",") {
+		r, err := parseRate(strings.TrimSpace(item))
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: at offset %d, %q: %v: %w", text, off, item, err, ErrBadPolicy)
+		}
+		rates = append(rates, r)
+		off += len(item) + 1
+	}
+	p, err := NewPolicy(rates...)
+	if err != nil {
+		return nil, fmt.Errorf("policy %q: %w", text, err)
+	}
+	return p, nil
+}
+
+// MustParsePolicy is like ParsePolicy but panics on error, like regexp.MustCompile.
+func MustParsePolicy(text string) *Policy {
+	p, err := ParsePolicy(text)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func parseRate(s string) (Rate, error) {
+	count, period, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("want COUNT/PERIOD, such as 3/1m")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(count))
+	if err != nil {
+		return Rate{}, fmt.Errorf("bad count %q", count)
+	}
+	d, err := parsePeriod(strings.TrimSpace(period))
+	if err != nil {
+		return Rate{}, err
+	}
+	return Rate{Count: n, Period: d}, nil
+}
+
+// Rates returns a copy of the policy's rates, in the order given.
+func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
+
+// NumRates returns the number of rates in the policy.
+func (p *Policy) NumRates() int { return len(p.rates) }
+
+// Rate returns the i-th rate, 0 <= i < NumRates().
+func (p *Policy) Rate(i int) Rate { return p.rates[i] }
+
+// Longest returns the longest period: a key with no grant that recent holds nothing.
+func (p *Policy) Longest() time.Duration { return p.longest }
+
+// String returns the canonical text form, which ParsePolicy reads back.
+func (p *Policy) String() string { return p.text }
+
+// Salt returns a hash of the policy's text, stable within a process, for stores that mix
+// the policy into their keys.
+func (p *Policy) Salt() uint64 { return p.salt }
+

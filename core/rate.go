@@ -1,0 +1,94 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Rate is one limit: at most Count units in any interval of length Period.
+type Rate struct {
+	Count  int
+	Period time.Duration
+}
+
+// Per returns the rate "count per period". It does not validate; NewPolicy does.
+func Per(count int, period time.Duration) Rate { return Rate{Count: count, Period: period} }
+
+// ExactMax is the largest Count kept as an exact log of grant times. Rates above it use
+// the bounded form: BoundedBuckets counters per key, whatever the Count, at the price of
+// re-granting a freed slot up to Period/BoundedBuckets late. Neither form ever admits more
+// than Count in any interval of length Period.
+const ExactMax = 256
+
+// BoundedBuckets is the number of sub-windows a bounded rate splits its Period into; it
+// sets the bounded form's worst-case delay (Period/BoundedBuckets, 1%) and its memory.
+const BoundedBuckets = 100
+
+// Exact reports whether r is kept as an exact log of grant times (Count <= ExactMax).
+func (r Rate) Exact() bool { return r.Count <= ExactMax }
+
+// validate reports why r cannot be enforced, naming the bad value.
+func (r Rate) validate() error {
+	if r.Count < 1 {
+		return fmt.Errorf("count %d: %w", r.Count, ErrBadCount)
+	}
+	if r.Period <= 0 {
+		return fmt.Errorf("period %v: %w", r.Period, ErrBadPeriod)
+	}
+	if !r.Exact() && r.Period < BoundedBuckets {
+		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, BoundedBuckets, r.Count, ErrBadPeriod)
+	}
+	return nil
+}
+
+// String returns the text form "COUNT/PERIOD", e.g. "3/1m" or "500/2s", which ParsePolicy reads back.
+func (r Rate) String() string {
+	return strconv.Itoa(r.Count) + "/" + formatPeriod(r.Period)
+}
+
+// periodUnits lists the units a period is printed in, largest first. A period prints in the
+// largest unit that divides it exactly, so the text round-trips without float noise.
+var periodUnits = []struct {
+	suffix string
+	d      time.Duration
+}{
+	{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second},
+	{"ms", time.Millisecond}, {"us", time.Microsecond}, {"ns", time.Nanosecond},
+}
+
+func formatPeriod(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	for _, u := range periodUnits {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.suffix
+		}
+	}
+	return d.String()
+}
+
+// parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", "1d" or a bare unit
+// ("s" = "1s"). It accepts days, which time.ParseDuration does not.
+func parsePeriod(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty period")
+	}
+	if s[0] < '0' || s[0] > '9' {
+		s = "1" + s
+	}
+	if strings.HasSuffix(s, "d") {
+		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
+			return 0, fmt.Errorf("bad period %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad period %q: want a duration such as 1m, 2s, 500ms or 1d", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,3 @@
+module github.com/reqlimit/reqlimit
+
+go 1.26.8
