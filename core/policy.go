@@ -130,4 +130,3 @@ func (p *Policy) String() string { return p.text }
 // Salt returns a hash of the policy's text, stable within a process, for stores that mix
 // the policy into their keys.
 func (p *Policy) Salt() uint64 { return p.salt }
-

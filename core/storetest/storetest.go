@@ -312,4 +312,6 @@ func MaxInWindow(calls []Call, w time.Duration) int {
 }
 
 // String makes a Call print readably in failures.
-func (c Call) String() string { return fmt.Sprintf("[%v, %v]", c.Start.Format(time.StampMicro), c.End.Format(time.StampMicro)) }
+func (c Call) String() string {
+	return fmt.Sprintf("[%v, %v]", c.Start.Format(time.StampMicro), c.End.Format(time.StampMicro))
+}
