@@ -1,0 +1,108 @@
+// Package nethttp limits requests to net/http handlers, per route, with reqlimit's strict
+// sliding window:
+//
+//	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute)(h))
+//
+// Requests are keyed by the connection's peer IP (X-Forwarded-For counts only with
+// core.WithTrustedProxies) and the ServeMux pattern that matched, falling back to the
+// cleaned path. Refused requests get 429 with Retry-After at once; every response carries
+// the IETF RateLimit and RateLimit-Policy fields.
+package nethttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Limit returns middleware that admits at most count requests per period, in any interval
+// of that length, per client and route. Options from package core add rates, change the
+// store, the key, the headers and more. Bad arguments panic, naming the value and where the
+// limit was registered; use New to get an error instead.
+func Limit(count int, period time.Duration, opts ...core.Option) func(http.Handler) http.Handler {
+	return Middleware(core.MustLimiter("nethttp.Limit", count, period, opts...))
+}
+
+// New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
+// limits read from configuration. A bad policy or option is returned as an error.
+func New(policy string, opts ...core.Option) (func(http.Handler) http.Handler, error) {
+	l, err := core.ParseLimiter(policy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Middleware(l), nil
+}
+
+// Middleware returns middleware applying a limiter built with package core.
+func Middleware(l *core.Limiter) func(http.Handler) http.Handler {
+	deny, _ := l.Extension(denyKey{}).(DenyFunc)
+	mux, _ := l.Extension(muxKey{}).(*http.ServeMux)
+	return func(next http.Handler) http.Handler {
+		return &handler{l: l, next: next, deny: deny, mux: mux}
+	}
+}
+
+type handler struct {
+	l    *core.Limiter
+	next http.Handler
+	deny DenyFunc
+	mux  *http.ServeMux
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route := r.Pattern
+	if route == "" && h.mux != nil {
+		_, route = h.mux.Handler(r)
+	}
+	v := h.l.Check(r.Context(), core.Input{Route: route, Path: r.URL.Path, Peer: r.RemoteAddr, Request: request{r}})
+	h.l.SetHeaders(header(w.Header()), v)
+	if v.Allow {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	if h.deny != nil {
+		h.deny(w, r, v.Decision)
+		return
+	}
+	w.Header()["Content-Type"] = plainText
+	w.WriteHeader(v.Status)
+	io.WriteString(w, h.l.DenyBody())
+}
+
+var plainText = []string{"text/plain; charset=utf-8"}
+
+// A DenyFunc writes the response to a refused request. Rate-limit fields and Retry-After
+// are already set; the status is the DenyFunc's to write.
+type DenyFunc func(w http.ResponseWriter, r *http.Request, d core.Decision)
+
+type denyKey struct{}
+
+// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
+func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+
+type muxKey struct{}
+
+// WithMux lets middleware that wraps a whole ServeMux (rather than one route's handler)
+// find the pattern each request will match, so that every route still gets its own
+// bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux).
+func WithMux(mux *http.ServeMux) core.Option { return core.WithExtension(muxKey{}, mux) }
+
+// header sets fields without net/http's canonicalization: core's names are canonical.
+type header http.Header
+
+func (h header) Set(name, value string) { h[name] = []string{value} }
+
+// request is core.Request over *http.Request; one pointer, so boxing it allocates nothing.
+type request struct{ r *http.Request }
+
+func (q request) Context() context.Context     { return q.r.Context() }
+func (q request) Method() string               { return q.r.Method }
+func (q request) Path() string                 { return q.r.URL.Path }
+func (q request) Route() string                { return q.r.Pattern }
+func (q request) Header(name string) string    { return q.r.Header.Get(name) }
+func (q request) Headers(name string) []string { return q.r.Header.Values(name) }
+func (q request) RemoteAddr() string           { return q.r.RemoteAddr }
+func (q request) Value(key any) any            { return q.r.Context().Value(key) }
