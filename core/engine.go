@@ -126,8 +126,8 @@ func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
 			if used > 0 {
 				reset = log[back(w, 1, L)] + T - now
 			}
-			if !allowed {
-				retry = max(0, log[back(w, r.Count-cost+1, L)]+T-now)
+			if g := log[back(w, r.Count-cost+1, L)]; !allowed && g != never {
+				retry = max(0, g+T-now)
 			}
 		} else {
 			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
