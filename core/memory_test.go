@@ -1,6 +1,10 @@
 package core_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -24,4 +28,124 @@ func TestMemoryStoreConformance(t *testing.T) {
 			return storetest.Harness{Store: core.NewMemoryStore()}
 		})
 	})
+}
+
+// TestSweepingNeverChangesADecision runs one random workload on a store that sweeps on
+// every decision and on one that never sweeps: every answer must be the same.
+func TestSweepingNeverChangesADecision(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(0, 0))
+	eager := core.NewMemoryStore(core.WithClock(clock), core.WithSweepInterval(0))
+	lazy := core.NewMemoryStore(core.WithClock(clock), core.WithSweepInterval(1<<62))
+	policies := []*core.Policy{
+		core.MustPolicy(core.Per(3, time.Second)),
+		core.MustPolicy(core.Per(2, 100*time.Millisecond), core.Per(5, time.Second)),
+		core.MustPolicy(core.Per(1000, time.Second)),
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 20_000 {
+		clock.Advance(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
+		q := core.Query{Policy: policies[rng.IntN(len(policies))], Key: fmt.Sprint(rng.IntN(20)), Cost: 1 + rng.IntN(2)}
+		a, err1 := eager.Decide(context.Background(), q)
+		b, err2 := lazy.Decide(context.Background(), q)
+		if err1 != nil || err2 != nil || a != b {
+			t.Fatalf("decision %d (%v): swept store %+v %v, unswept %+v %v", i, q.Key, a, err1, b, err2)
+		}
+	}
+	if eager.Len() >= lazy.Len() {
+		t.Fatalf("eager sweeping kept %d keys, lazy %d: nothing was reclaimed", eager.Len(), lazy.Len())
+	}
+	clock.Advance(2 * time.Second)
+	lazy.Sweep()
+	if n := lazy.Len(); n != 0 {
+		t.Fatalf("%d keys left after the longest window passed", n)
+	}
+}
+
+// TestKeyCap fills a small store past its cap: live keys keep their own limits, newcomers
+// share one overflow quota, and room returns once keys go idle.
+func TestKeyCap(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(0, 0))
+	const maxKeys = 64 * 4 // 4 per shard
+	store := core.NewMemoryStore(core.WithClock(clock), core.WithMaxKeys(maxKeys))
+	p := core.MustPolicy(core.Per(2, time.Minute))
+	ctx := context.Background()
+	var refusedNewcomers, admittedNewcomers int
+	counts := map[string]int{}
+	for i := range 5000 {
+		k := fmt.Sprint("client-", i)
+		for range 3 {
+			d, err := store.Decide(ctx, core.Query{Policy: p, Key: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				counts[k]++
+				admittedNewcomers++
+			} else {
+				refusedNewcomers++
+			}
+		}
+	}
+	for k, n := range counts {
+		if n > 2 {
+			t.Fatalf("%s got %d requests under 2 per minute", k, n)
+		}
+	}
+	if n := store.Len(); n > maxKeys+64 {
+		t.Fatalf("store holds %d keys, cap %d (plus at most one overflow bucket per shard)", n, maxKeys)
+	}
+	// Every key got its two, or shared the overflow: far fewer than 2 per key got through.
+	if admittedNewcomers >= 2*5000 || admittedNewcomers < 2*maxKeys/2 {
+		t.Fatalf("%d admitted of 15000: the cap did not bite, or live keys lost their quota", admittedNewcomers)
+	}
+	clock.Advance(time.Minute)
+	if d, _ := store.Decide(ctx, core.Query{Policy: p, Key: "late"}); !d.Allowed {
+		t.Fatal("after every key went idle, a new key was refused")
+	}
+	if d, _ := store.Decide(ctx, core.Query{Policy: p, Key: "late"}); !d.Allowed {
+		t.Fatal("the new key did not get a bucket of its own once room returned")
+	}
+}
+
+func TestDecideAllocatesNothing(t *testing.T) {
+	store := core.NewMemoryStore()
+	ctx := context.Background()
+	for _, p := range []*core.Policy{core.MustPolicy(core.Per(3, time.Minute)), core.MustPolicy(core.Per(500, 2*time.Second), core.Per(2000, 10*time.Second))} {
+		q := core.Query{Policy: p, Scope: "GET /user/{id}", Key: "192.0.2.1"}
+		store.Decide(ctx, q)
+		if n := testing.AllocsPerRun(1000, func() { store.Decide(ctx, q) }); n != 0 {
+			t.Fatalf("%v: %v allocations per decision", p, n)
+		}
+	}
+}
+
+// TestHeapPerKey measures what each tracked key costs for a 3-per-minute policy.
+func TestHeapPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 100,000 keys")
+	}
+	perKey := heapPerKey(core.MustPolicy(core.Per(3, time.Minute)), 100_000)
+	t.Logf("3/1m: %.1f bytes of heap per key", perKey)
+	if perKey > 100 {
+		t.Fatalf("%.1f bytes per key, want at most 100", perKey)
+	}
+}
+
+func heapPerKey(p *core.Policy, n int) float64 {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	store := core.NewMemoryStore(core.WithMaxKeys(2 * n))
+	for _, k := range keys {
+		store.Decide(context.Background(), core.Query{Policy: p, Scope: "GET /user/test", Key: k})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(store)
+	runtime.KeepAlive(keys)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }

@@ -21,6 +21,8 @@ type Policy struct {
 	// Layout of a key's state, shared by every store that keeps state in int64 slots.
 	logLen   int           // exact log capacity: the largest exact Count, 0 if none
 	maxCount int           // the largest Count of any rate
+	minCount int           // the smallest Count: costs up to it fit every rate
+	single   bool          // one exact rate: Apply's fast path
 	longest  time.Duration // the longest Period: a key idle this long holds nothing
 	bounded  []int         // indexes into rates of the bounded ones
 	stateLen int
@@ -35,7 +37,7 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
 	}
-	p := &Policy{rates: append([]Rate(nil), rates...)}
+	p := &Policy{rates: append([]Rate(nil), rates...), minCount: rates[0].Count}
 	texts := make([]string, len(rates))
 	for i, r := range rates {
 		if err := r.validate(); err != nil {
@@ -48,11 +50,13 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 			p.bounded = append(p.bounded, i)
 		}
 		p.maxCount = max(p.maxCount, r.Count)
+		p.minCount = min(p.minCount, r.Count)
 		p.longest = max(p.longest, r.Period)
 	}
 	p.text = strings.Join(texts, ",")
 	p.salt = maphash.String(policySeed, p.text)
 	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
+	p.single = len(rates) == 1 && rates[0].Exact()
 	return p, nil
 }
 

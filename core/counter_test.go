@@ -1,0 +1,50 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+func TestCounterSlides(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(0, 0))
+	store := core.NewMemoryStore(core.WithClock(clock))
+	c, err := core.NewCounter("logins", 10, time.Minute, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	steps := []struct {
+		advance time.Duration
+		add     int // 0: just count
+		want    int
+	}{
+		{0, 2, 2},
+		{20 * time.Second, 3, 5},
+		{39 * time.Second, 0, 5}, // 59s: both batches inside
+		{1 * time.Second, 0, 3},  // 60s: the first batch has left
+		{20 * time.Second, 0, 0}, // 80s: all gone
+		{0, 4, 4},
+		{0, 9, 10}, // saturates at capacity
+	}
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		var got int
+		if s.add > 0 {
+			got, err = c.Add(ctx, "alice", s.add)
+		} else {
+			got, err = c.Count(ctx, "alice")
+		}
+		if err != nil || got != s.want {
+			t.Fatalf("step %d: got %d, %v; want %d", i, got, err, s.want)
+		}
+	}
+	if n, _ := c.Count(ctx, "bob"); n != 0 {
+		t.Fatalf("bob has %d events", n)
+	}
+	if _, err := c.Add(ctx, "alice", 11); err == nil {
+		t.Fatal("a weight above the capacity was accepted")
+	}
+}
