@@ -1,0 +1,18 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTour(t *testing.T) {
+	var out strings.Builder
+	if err := run(&out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{`"3/1m";r=0;t=60`, "429", "Too Many Requests", "forged X-Forwarded-For"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("tour output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,38 @@
+// Package repotest holds checks on the repository itself, so that the test command
+// enforces them too: gofmt and go vet are clean.
+package repotest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func root(t *testing.T) string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestGofmt(t *testing.T) {
+	out, err := exec.Command("gofmt", "-l", root(t)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gofmt: %v\n%s", err, out)
+	}
+	if files := strings.TrimSpace(string(out)); files != "" {
+		t.Fatalf("not gofmt-ed:\n%s", files)
+	}
+}
+
+func TestVet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go vet takes a while")
+	}
+	cmd := exec.Command("go", "vet", "./...")
+	cmd.Dir = root(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet: %v\n%s", err, out)
+	}
+}

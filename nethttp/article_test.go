@@ -1,0 +1,59 @@
+package nethttp_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
+	"github.com/reqlimit/reqlimit/nethttp"
+)
+
+// TestArticlePace is the measurement that sinks most limiters: 100 per second, one caller
+// every ~8 ms for ~10 s, over a real loopback connection. No 1-second interval may hold
+// more than 100 admitted calls (counted by whole call spans, so reply delays cannot inflate
+// the count), and every slot time frees must be used: about 1,000 admitted.
+func TestArticlePace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 10 seconds")
+	}
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.Handle("GET /article", nethttp.Limit(100, time.Second, core.WithStore(core.NewMemoryStore()))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	defer srv.Close()
+
+	const pace, span = 8 * time.Millisecond, 10 * time.Second
+	var admitted []storetest.Call
+	refused := 0
+	tick := time.NewTicker(pace)
+	defer tick.Stop()
+	for start := time.Now(); time.Since(start) < span; <-tick.C {
+		s := time.Now()
+		resp, err := srv.Client().Get(srv.URL + "/article")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		e := time.Now()
+		switch resp.StatusCode {
+		case 200:
+			admitted = append(admitted, storetest.Call{Start: s, End: e})
+		case 429:
+			refused++
+		default:
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	worst := storetest.MaxInWindow(admitted, time.Second)
+	t.Logf("admitted %d, refused %d, most in any 1s interval %d", len(admitted), refused, worst)
+	if worst > 100 {
+		t.Fatalf("%d admitted within one second, limit 100", worst)
+	}
+	if len(admitted) < 950 || len(admitted) > 1100 {
+		t.Fatalf("admitted %d in %v, want about 1,000", len(admitted), span)
+	}
+}
