@@ -76,19 +76,20 @@ func parsePeriod(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty period")
 	}
+	orig := s
 	if s[0] < '0' || s[0] > '9' {
 		s = "1" + s
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
 		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
-			return 0, fmt.Errorf("bad period %q", s)
+			return 0, fmt.Errorf("bad period %q", orig)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("bad period %q: want a duration such as 1m, 2s, 500ms or 1d", s)
+		return 0, fmt.Errorf("bad period %q: want a duration such as 1m, 2s, 500ms or 1d", orig)
 	}
 	return d, nil
 }
