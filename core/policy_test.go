@@ -44,7 +44,7 @@ func TestParsePolicyErrorsPointAtTheBadPart(t *testing.T) {
 		"x/1m":             {`"x/1m"`, `bad count "x"`},
 		"3/1m,5/fortnight": {"offset 5", `bad period "fortnight"`},
 		"3/1m,0/1s":        {"rate 2 (0 per 1s)", "count 0"},
-		"3/-1s":            {"rate 1 (3 per -1s)", "period -1s"},
+		"3/-1s":            {"offset 0", `bad period "-1s"`},
 		"3/0s":             {"period 0s"},
 		"300/50ns":         {"period 50ns is shorter than 100 ns"},
 	} {
