@@ -302,6 +302,9 @@ func record(b []int64, r Rate, now int64, cost int) {
 // boundedRetry returns how long until need units leave the window: bucket k leaves it
 // once now-T reaches the end of k.
 func boundedRetry(b []int64, g, T, now, need int64) int64 {
+	if need <= 0 {
+		return 0 // this rate has room; another one refused
+	}
 	var freed int64
 	for k := b[bLo]; k <= b[bNewest]; k++ {
 		freed += b[bCounts+mod(k, BoundedBuckets+1)]
