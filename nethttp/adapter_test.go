@@ -1,0 +1,80 @@
+package nethttp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/nethttp"
+)
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, adapter{}) }
+
+type adapter struct{}
+
+type valueKey struct{}
+
+var param = regexp.MustCompile(`:(\w+)`)
+
+func pattern(path string) string { return "GET " + param.ReplaceAllString(path, "{$1}") }
+
+func (adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}}
+}
+
+func (adapter) Limit(count int, period time.Duration, opts ...core.Option) {
+	nethttp.Limit(count, period, opts...)
+}
+
+func (adapter) New(policy string, opts ...core.Option) error {
+	_, err := nethttp.New(policy, opts...)
+	return err
+}
+
+func (adapter) DenyWith(status int, body string) core.Option {
+	return nethttp.DenyWith(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
+		w.Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	})
+}
+
+func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	mux := http.NewServeMux()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	setValue := func(h http.Handler) http.Handler { return h }
+	if name := app.ValueFromHeader; name != "" {
+		setValue = func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if v := r.Header.Get(name); v != "" {
+					r = r.WithContext(context.WithValue(r.Context(), valueKey{}, v))
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+	}
+	for _, rt := range app.Routes {
+		var h http.Handler = ok
+		for i := len(rt.Limits) - 1; i >= 0; i-- {
+			h = mustMiddleware(rt.Limits[i])(h)
+		}
+		mux.Handle(pattern(rt.Path), setValue(h))
+	}
+	var h http.Handler = mux
+	for i := len(app.Use) - 1; i >= 0; i-- {
+		h = mustMiddleware(app.Use[i].WithOpts(nethttp.WithMux(mux)))(h)
+	}
+	if len(app.Use) > 0 {
+		h = setValue(h)
+	}
+	return adaptertest.ServeHTTP(h)
+}
+
+func mustMiddleware(l adaptertest.Limit) func(http.Handler) http.Handler {
+	return adaptertest.Mount(l, nethttp.Limit, nethttp.New)
+}
