@@ -3,7 +3,6 @@ package echolimit_test
 import (
 	"net"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,21 +11,16 @@ import (
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
 )
 
-func TestConformance(t *testing.T) { adaptertest.Run(t, adapter{}) }
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echolimit.Limit, NewFunc: echolimit.New}})
+}
 
-type adapter struct{}
+type adapter struct {
+	adaptertest.Constructors[echo.MiddlewareFunc]
+}
 
 func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "echolimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user"}
-}
-
-func (adapter) Limit(count int, period time.Duration, opts ...core.Option) {
-	echolimit.Limit(count, period, opts...)
-}
-
-func (adapter) New(policy string, opts ...core.Option) error {
-	_, err := echolimit.New(policy, opts...)
-	return err
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -36,7 +30,7 @@ func (adapter) DenyWith(status int, body string) core.Option {
 	})
 }
 
-func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
 	e := echo.New()
 	if len(app.TrustProxies) > 0 {
 		// Echo's own mechanism: an IPExtractor trusting only these ranges (not the
@@ -61,18 +55,9 @@ func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.
 			}
 		})
 	}
-	mount := func(l adaptertest.Limit) echo.MiddlewareFunc {
-		return adaptertest.Mount(l, echolimit.Limit, echolimit.New)
-	}
-	for _, l := range app.Use {
-		e.Use(mount(l))
-	}
+	e.Use(a.MountAll(app.Use)...)
 	for _, rt := range app.Routes {
-		var ms []echo.MiddlewareFunc
-		for _, l := range rt.Limits {
-			ms = append(ms, mount(l))
-		}
-		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, ms...)
+		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits)...)
 	}
 	return adaptertest.ServeHTTP(e)
 }

@@ -2,7 +2,6 @@ package ginlimit_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -13,21 +12,16 @@ import (
 
 func init() { gin.SetMode(gin.TestMode) }
 
-func TestConformance(t *testing.T) { adaptertest.Run(t, adapter{}) }
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, adapter{adaptertest.Constructors[gin.HandlerFunc]{LimitFunc: ginlimit.Limit, NewFunc: ginlimit.New}})
+}
 
-type adapter struct{}
+type adapter struct {
+	adaptertest.Constructors[gin.HandlerFunc]
+}
 
 func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "ginlimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user"}
-}
-
-func (adapter) Limit(count int, period time.Duration, opts ...core.Option) {
-	ginlimit.Limit(count, period, opts...)
-}
-
-func (adapter) New(policy string, opts ...core.Option) error {
-	_, err := ginlimit.New(policy, opts...)
-	return err
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -37,7 +31,7 @@ func (adapter) DenyWith(status int, body string) core.Option {
 	})
 }
 
-func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
 	r := gin.New()
 	var trust []core.Option
 	if len(app.TrustProxies) > 0 {
@@ -53,18 +47,11 @@ func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.
 			}
 		})
 	}
-	mount := func(l adaptertest.Limit) gin.HandlerFunc {
-		return adaptertest.Mount(l.WithOpts(trust...), ginlimit.Limit, ginlimit.New)
-	}
-	for _, l := range app.Use {
-		r.Use(mount(l))
+	for _, m := range a.MountAll(app.Use, trust...) {
+		r.Use(m)
 	}
 	for _, rt := range app.Routes {
-		var hs []gin.HandlerFunc
-		for _, l := range rt.Limits {
-			hs = append(hs, mount(l))
-		}
-		r.GET(rt.Path, append(hs, func(c *gin.Context) { c.String(200, "ok") })...)
+		r.GET(rt.Path, append(a.MountAll(rt.Limits, trust...), func(c *gin.Context) { c.String(200, "ok") })...)
 	}
 	return adaptertest.ServeHTTP(r)
 }

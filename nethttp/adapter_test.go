@@ -6,16 +6,19 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
-func TestConformance(t *testing.T) { adaptertest.Run(t, adapter{}) }
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, adapter{adaptertest.Constructors[func(http.Handler) http.Handler]{LimitFunc: nethttp.Limit, NewFunc: nethttp.New}})
+}
 
-type adapter struct{}
+type adapter struct {
+	adaptertest.Constructors[func(http.Handler) http.Handler]
+}
 
 type valueKey struct{}
 
@@ -27,15 +30,6 @@ func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}}
 }
 
-func (adapter) Limit(count int, period time.Duration, opts ...core.Option) {
-	nethttp.Limit(count, period, opts...)
-}
-
-func (adapter) New(policy string, opts ...core.Option) error {
-	_, err := nethttp.New(policy, opts...)
-	return err
-}
-
 func (adapter) DenyWith(status int, body string) core.Option {
 	return nethttp.DenyWith(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
 		w.Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
@@ -44,7 +38,7 @@ func (adapter) DenyWith(status int, body string) core.Option {
 	})
 }
 
-func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	setValue := func(h http.Handler) http.Handler { return h }
@@ -61,20 +55,16 @@ func (adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.
 	for _, rt := range app.Routes {
 		var h http.Handler = ok
 		for i := len(rt.Limits) - 1; i >= 0; i-- {
-			h = mustMiddleware(rt.Limits[i])(h)
+			h = a.Mount(rt.Limits[i])(h)
 		}
 		mux.Handle(pattern(rt.Path), setValue(h))
 	}
 	var h http.Handler = mux
 	for i := len(app.Use) - 1; i >= 0; i-- {
-		h = mustMiddleware(app.Use[i].WithOpts(nethttp.WithMux(mux)))(h)
+		h = a.Mount(app.Use[i].WithOpts(nethttp.WithMux(mux)))(h)
 	}
 	if len(app.Use) > 0 {
 		h = setValue(h)
 	}
 	return adaptertest.ServeHTTP(h)
-}
-
-func mustMiddleware(l adaptertest.Limit) func(http.Handler) http.Handler {
-	return adaptertest.Mount(l, nethttp.Limit, nethttp.New)
 }

@@ -115,17 +115,44 @@ func (l Limit) WithOpts(opts ...core.Option) Limit {
 	return l
 }
 
-// Mount builds l's middleware with an adapter's Limit, or New when l.Policy is set; a bad
+// Constructors implements Adapter's Limit and New over an adapter's own Limit and New,
+// and mounts Limits with them; adapters' test types embed it.
+type Constructors[M any] struct {
+	LimitFunc func(int, time.Duration, ...core.Option) M
+	NewFunc   func(string, ...core.Option) (M, error)
+}
+
+// Limit calls LimitFunc and discards the middleware.
+func (c Constructors[M]) Limit(count int, period time.Duration, opts ...core.Option) {
+	c.LimitFunc(count, period, opts...)
+}
+
+// New calls NewFunc and returns its error.
+func (c Constructors[M]) New(policy string, opts ...core.Option) error {
+	_, err := c.NewFunc(policy, opts...)
+	return err
+}
+
+// Mount builds l's middleware with LimitFunc, or NewFunc when l.Policy is set; a bad
 // policy panics, as Limit's bad arguments do.
-func Mount[M any](l Limit, limit func(int, time.Duration, ...core.Option) M, newM func(string, ...core.Option) (M, error)) M {
+func (c Constructors[M]) Mount(l Limit) M {
 	if l.Policy == "" {
-		return limit(l.Count, l.Period, l.Opts...)
+		return c.LimitFunc(l.Count, l.Period, l.Opts...)
 	}
-	m, err := newM(l.Policy, l.Opts...)
+	m, err := c.NewFunc(l.Policy, l.Opts...)
 	if err != nil {
 		panic(err)
 	}
 	return m
+}
+
+// MountAll mounts each of ls, with opts prepended to its options.
+func (c Constructors[M]) MountAll(ls []Limit, opts ...core.Option) []M {
+	ms := make([]M, len(ls))
+	for i, l := range ls {
+		ms[i] = c.Mount(l.WithOpts(opts...))
+	}
+	return ms
 }
 
 // Seconds formats d as whole seconds rounded up, as Retry-After does, for deny functions.

@@ -130,7 +130,7 @@ func badArguments(t *testing.T, a Adapter) {
 		period time.Duration
 		want   []string
 	}{
-		{0, time.Minute, []string{name + ".Limit(0, 1m0s)", "count 0", "_test.go:"}},
+		{0, time.Minute, []string{name + ".Limit(0, 1m0s)", "count 0", "adaptertest.go:"}},
 		{3, 0, []string{name + ".Limit(3, 0s)", "period 0s"}},
 		{-1, time.Second, []string{"count -1"}},
 	} {
