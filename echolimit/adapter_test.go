@@ -2,6 +2,7 @@ package echolimit_test
 
 import (
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -11,8 +12,12 @@ import (
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
 )
 
-func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echolimit.Limit, NewFunc: echolimit.New}})
+var ad = adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echolimit.Limit, NewFunc: echolimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
 }
 
 type adapter struct {
@@ -31,6 +36,10 @@ func (adapter) DenyWith(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
 	e := echo.New()
 	if len(app.TrustProxies) > 0 {
 		// Echo's own mechanism: an IPExtractor trusting only these ranges (not the
@@ -59,5 +68,5 @@ func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertes
 	for _, rt := range app.Routes {
 		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits)...)
 	}
-	return adaptertest.ServeHTTP(e)
+	return e
 }

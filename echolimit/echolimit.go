@@ -42,37 +42,46 @@ func New(policy string, opts ...core.Option) (echo.MiddlewareFunc, error) {
 // Middleware returns middleware applying a limiter built with package core.
 func Middleware(l *core.Limiter) echo.MiddlewareFunc {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
-	frameworkIP := l.TrustsFrameworkIP()
-	needsRequest := l.NeedsRequest()
+	m := &middleware{l: l, deny: deny, frameworkIP: l.TrustsFrameworkIP(), needsRequest: l.NeedsRequest()}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			peer := r.RemoteAddr
-			if frameworkIP || c.Echo().IPExtractor != nil {
-				peer = c.RealIP()
-			}
-			in := core.Input{Route: c.Path(), Path: r.URL.Path, Peer: peer}
-			if needsRequest {
-				// echo.Context is an interface: boxing request allocates, so only when
-				// a key, skip or cost function or trusted proxies will read it.
-				in.Request = &request{c}
-			}
-			v := l.Check(r.Context(), in)
-			l.SetHeaders(core.HeaderMap(c.Response().Header()), v)
-			if v.Allow {
-				return next(c)
-			}
-			if deny != nil {
-				return deny(c, v.Decision)
-			}
-			// Not c.String: its "charset=UTF-8" would differ from the other adapters'.
-			w := c.Response()
-			w.Header()["Content-Type"] = plainText
-			w.WriteHeader(v.Status)
-			_, err := io.WriteString(w, l.DenyBody())
-			return err
-		}
+		// Echo applies middleware anew for every request, so this closure is allocated
+		// each time: it captures two words, not the whole configuration.
+		return func(c echo.Context) error { return m.serve(c, next) }
 	}
+}
+
+type middleware struct {
+	l                         *core.Limiter
+	deny                      DenyFunc
+	frameworkIP, needsRequest bool
+}
+
+func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
+	r := c.Request()
+	peer := r.RemoteAddr
+	if m.frameworkIP || c.Echo().IPExtractor != nil {
+		peer = c.RealIP()
+	}
+	in := core.Input{Route: c.Path(), Path: r.URL.Path, Peer: peer}
+	if m.needsRequest {
+		// echo.Context is an interface: boxing request allocates, so only when a key,
+		// skip or cost function or trusted proxies will read it.
+		in.Request = &request{c}
+	}
+	v := m.l.Check(r.Context(), in)
+	m.l.SetHeaders(core.HeaderMap(c.Response().Header()), v)
+	if v.Allow {
+		return next(c)
+	}
+	if m.deny != nil {
+		return m.deny(c, v.Decision)
+	}
+	// Not c.String: its "charset=UTF-8" would differ from the other adapters'.
+	w := c.Response()
+	w.Header()["Content-Type"] = plainText
+	w.WriteHeader(v.Status)
+	_, err := io.WriteString(w, m.l.DenyBody())
+	return err
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}

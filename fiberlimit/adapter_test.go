@@ -15,8 +15,12 @@ import (
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
 )
 
-func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adapter{adaptertest.Constructors[fiber.Handler]{LimitFunc: fiberlimit.Limit, NewFunc: fiberlimit.New}})
+var ad = adapter{adaptertest.Constructors[fiber.Handler]{LimitFunc: fiberlimit.Limit, NewFunc: fiberlimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
 }
 
 type adapter struct {
@@ -36,6 +40,10 @@ func (adapter) DenyWith(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return serve(a.app(app))
+}
+
+func (a adapter) app(app adaptertest.App) *fiber.App {
 	var cfg fiber.Config
 	if len(app.TrustProxies) > 0 {
 		// Fiber's own mechanism: believe ProxyHeader only from TrustedProxies.
@@ -56,7 +64,7 @@ func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertes
 	for _, rt := range app.Routes {
 		f.Get(rt.Path, append(a.MountAll(rt.Limits), func(c *fiber.Ctx) error { return c.SendString("ok") })...)
 	}
-	return serve(f)
+	return f
 }
 
 // serve drives app in-process through one fasthttp.RequestCtx reused for every request,
@@ -96,3 +104,19 @@ type rawAddr string
 
 func (a rawAddr) Network() string { return "unix" }
 func (a rawAddr) String() string  { return string(a) }
+
+// sendFiber is a Bench send function: one request in one RequestCtx, reused as a
+// keep-alive connection's would be.
+func sendFiber(app *fiber.App) func() int {
+	h := app.Handler()
+	var req fasthttp.Request
+	req.Header.SetMethod("GET")
+	req.SetRequestURI("/user/1")
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, addr(adaptertest.DefaultRemote), nil)
+	return func() int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+}

@@ -12,6 +12,10 @@ import (
 // remembers the strings of recently seen addresses in a small direct-mapped cache, so
 // a client that keeps sending (the case that matters for a rate limiter) costs none. A
 // miss costs what formatting did, plus one small entry.
+//
+// The string is "host:0": core.Input.Peer's documented "host:port" form, which core splits
+// without allocating (a bare host costs it an error value from net.SplitHostPort). The
+// port plays no part in keys, and leaving it out lets one entry serve every connection.
 const ipCacheSize = 1024
 
 type ipEntry struct {
@@ -35,7 +39,7 @@ func ipString(ip net.IP) string {
 	if e := slot.Load(); e != nil && e.addr == a {
 		return e.s
 	}
-	e := &ipEntry{addr: a, s: a.String()}
+	e := &ipEntry{addr: a, s: netip.AddrPortFrom(a, 0).String()}
 	slot.Store(e)
 	return e.s
 }

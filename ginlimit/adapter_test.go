@@ -1,6 +1,7 @@
 package ginlimit_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -12,8 +13,12 @@ import (
 
 func init() { gin.SetMode(gin.TestMode) }
 
-func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adapter{adaptertest.Constructors[gin.HandlerFunc]{LimitFunc: ginlimit.Limit, NewFunc: ginlimit.New}})
+var ad = adapter{adaptertest.Constructors[gin.HandlerFunc]{LimitFunc: ginlimit.Limit, NewFunc: ginlimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
 }
 
 type adapter struct {
@@ -32,6 +37,10 @@ func (adapter) DenyWith(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
 	r := gin.New()
 	var trust []core.Option
 	if len(app.TrustProxies) > 0 {
@@ -53,5 +62,5 @@ func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertes
 	for _, rt := range app.Routes {
 		r.GET(rt.Path, append(a.MountAll(rt.Limits, trust...), func(c *gin.Context) { c.String(200, "ok") })...)
 	}
-	return adaptertest.ServeHTTP(r)
+	return r
 }

@@ -12,8 +12,12 @@ import (
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
-func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adapter{adaptertest.Constructors[func(http.Handler) http.Handler]{LimitFunc: nethttp.Limit, NewFunc: nethttp.New}})
+var ad = adapter{adaptertest.Constructors[func(http.Handler) http.Handler]{LimitFunc: nethttp.Limit, NewFunc: nethttp.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
 }
 
 type adapter struct {
@@ -39,6 +43,10 @@ func (adapter) DenyWith(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	setValue := func(h http.Handler) http.Handler { return h }
@@ -66,5 +74,5 @@ func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertes
 	if len(app.Use) > 0 {
 		h = setValue(h)
 	}
-	return adaptertest.ServeHTTP(h)
+	return h
 }
