@@ -25,6 +25,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,7 +58,7 @@ func Middleware(l *core.Limiter) fiber.Handler {
 	frameworkIP := l.TrustsFrameworkIP()
 	return func(c *fiber.Ctx) error {
 		peer := peerIP(c.Context().RemoteAddr())
-		if frameworkIP || c.App().Config().EnableTrustedProxyCheck {
+		if frameworkIP || proxyCheck(c.App()) {
 			// Without EnableIPValidation, c.IP() is the proxy header as sent, whatever it
 			// holds: anything but one address falls back to the peer, so that garbage
 			// passed on by a trusted proxy cannot mint buckets.
@@ -93,6 +94,25 @@ func peerIP(a net.Addr) string {
 	}
 	return a.String()
 }
+
+// proxyCheck reports whether app has EnableTrustedProxyCheck on. App.Config copies the
+// whole Config, hundreds of bytes, so the answer is kept for the last app seen (a
+// middleware is nearly always mounted in one app, and its config is fixed once it serves).
+func proxyCheck(app *fiber.App) bool {
+	if t := lastApp.Load(); t != nil && t.app == app {
+		return t.check
+	}
+	t := &appTrust{app: app, check: app.Config().EnableTrustedProxyCheck}
+	lastApp.Store(t)
+	return t.check
+}
+
+type appTrust struct {
+	app   *fiber.App
+	check bool
+}
+
+var lastApp atomic.Pointer[appTrust]
 
 func isIP(s string) bool {
 	_, err := netip.ParseAddr(s)
