@@ -22,6 +22,15 @@ type HeaderSetter interface {
 	Set(name, value string)
 }
 
+// HeaderMap is an http.Header (map[string][]string) as a HeaderSetter for the adapters
+// whose framework writes through net/http (net/http, Gin, Echo): core.HeaderMap(w.Header()).
+// Set stores core's names as they are, skipping http.Header.Set's canonicalization, since
+// they are already canonical.
+type HeaderMap map[string][]string
+
+// Set replaces the field's values with value.
+func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
+
 // SetHeaders writes v's rate-limit fields in the configured style. A refusal also gets
 // Retry-After in whole seconds, rounded up from the exact wait (at least 1). A skipped
 // request gets none.

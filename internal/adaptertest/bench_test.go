@@ -1,0 +1,33 @@
+package adaptertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// BenchmarkCoreCheck is the floor under every adapter's limited route: core's own work for
+// one admitted request (Check, then SetHeaders), with the same limit and client as Bench.
+func BenchmarkCoreCheck(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		style core.HeaderStyle
+	}{{"headers-off", core.HeadersOff}, {"standard", core.HeadersStandard}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := core.MustLimiter("bench", 1<<30, time.Hour, core.WithStore(core.NewMemoryStore()), core.WithHeaders(c.style))
+			in := core.Input{Route: "/user/:id", Path: "/user/1", Peer: DefaultRemote}
+			h := core.HeaderMap{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				v := l.Check(ctx, in)
+				l.SetHeaders(h, v)
+				if !v.Allow {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
