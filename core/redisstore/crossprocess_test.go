@@ -100,7 +100,7 @@ func childMain() int {
 	at, _ := strconv.ParseInt(parts[2], 10, 64)
 	c := redis.NewClient(&redis.Options{Addr: parts[0]})
 	defer c.Close()
-	s := redisstore.New(c, redisstore.WithPrefix(parts[1]))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]))
 	q := core.Query{Policy: core.MustPolicy(core.Per(crossN, crossPer)), Key: "shared"}
 	time.Sleep(time.Until(time.Unix(0, at)))
 	deadline := time.Now().Add(crossRun)

@@ -41,53 +41,68 @@ local NEVER = -9007199254740992
 local E, EF = 7, '<i7'
 local hdr = 2
 if B > 0 then hdr = 10 end
-local blkFmt = '<' .. string.rep('i8', 3 + NB)
 local blkLen = (3 + NB) * 8
 local ringOff = hdr + B * blkLen
 
 -- Read the state; anything malformed (a foreign value under our key) reads as empty.
+-- Only the headers are unpacked here: entries and bucket counts are read where needed,
+-- so a decision costs the same whatever the ring's length.
 local s = redis.call('GET', key)
-local w, last, ring, fresh = 0, 0, '', true
+local w, last, n, fresh = 0, 0, 0, true
 if s and #s >= ringOff and (#s - ringOff) % E == 0 and (#s - ringOff) / E <= L then
-  local n = (#s - ringOff) / E
+  local n0 = (#s - ringOff) / E
   local w0 = struct.unpack('<I2', s)
-  if (n < L and w0 == n) or (n == L and (w0 < L or L == 0)) then
-    fresh = false
-    w = w0
+  if (n0 < L and w0 == n0) or (n0 == L and (w0 < L or L == 0)) then
+    fresh, w, n = false, w0, n0
     if B > 0 then last = struct.unpack('<i8', s, 3) end
-    ring = string.sub(s, ringOff + 1)
   end
-end
-local blocks = {}
-for j = 1, B do
-  local b = {lo = 0, sum = 0, newest = 0, c = {}}
-  if fresh then
-    for i = 1, NB do b.c[i] = 0 end
-  else
-    local v = {struct.unpack(blkFmt, s, hdr + (j - 1) * blkLen + 1)}
-    b.lo, b.sum, b.newest = v[1], v[2], v[3]
-    for i = 1, NB do b.c[i] = v[3 + i] end
-  end
-  blocks[j] = b
 end
 
--- entry(k) is the k-th most recent grant (k >= 1), NEVER where the ring holds fewer.
-local function entry(k)
+-- Entries are read from s in place. A grant recorded in a full ring is kept in wfrom/wto
+-- (the slots it overwrote) and patched in with SETRANGE; while the ring grows it is
+-- rebuilt in ring and the whole value is SET. (A SET of a large value costs several times
+-- a SETRANGE, and SETRANGE beyond the end would make Redis over-allocate.)
+local ring = nil
+local wfrom, wto = {}, {}
+local function entry(k) -- the k-th most recent grant (k >= 1), NEVER where the ring holds fewer
   local i = w - k
   if i < 0 then i = i + L end
-  if i * E >= #ring then return NEVER end
-  return (struct.unpack(EF, ring, i * E + 1))
+  if i >= n then return NEVER end
+  if ring then return (struct.unpack(EF, ring, i * E + 1)) end
+  for x = 1, #wfrom do
+    if i >= wfrom[x] and i < wto[x] then return now end
+  end
+  return (struct.unpack(EF, s, ringOff + i * E + 1))
 end
 
--- usedInLog counts the grants after cutoff among the last n, by binary search.
-local function usedInLog(n, cutoff)
-  if entry(n) > cutoff then return n end
-  local lo, hi = 0, n - 1
+-- usedInLog counts the grants after cutoff among the last c, by binary search.
+local function usedInLog(c, cutoff)
+  if entry(c) > cutoff then return c end
+  local lo, hi = 0, c - 1
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
     if entry(mid) > cutoff then lo = mid else hi = mid - 1 end
   end
   return lo
+end
+
+-- Bounded rates: headers in tables, counts read in place and changed ones kept in cnt
+-- (by byte position) until the write; cleared[j] means block j's counts are all zero.
+local blo, bsum, bnew, cleared, cnt = {}, {}, {}, {}, {}
+for j = 1, B do
+  if fresh then
+    blo[j], bsum[j], bnew[j], cleared[j] = 0, 0, 0, true
+  else
+    blo[j], bsum[j], bnew[j] = struct.unpack('<i8i8i8', s, hdr + (j - 1) * blkLen + 1)
+  end
+end
+local function cpos(j, k) return hdr + (j - 1) * blkLen + 24 + (k % NB) * 8 + 1 end
+local function getc(j, k)
+  local p = cpos(j, k)
+  local v = cnt[p]
+  if v then return v end
+  if cleared[j] then return 0 end
+  return (struct.unpack('<i8', s, p))
 end
 
 -- Time never runs backwards for a key: clamp to the newest grant and the last decision.
@@ -102,22 +117,24 @@ local j = 0
 for i = 1, nr do
   if gran[i] > 0 then
     j = j + 1
-    local b, g = blocks[j], gran[i]
-    local lo = math.floor((now - period[i]) / g)
-    if lo > b.lo then
-      if b.sum ~= 0 then
-        if lo - b.lo >= NB then
-          for k = 1, NB do b.c[k] = 0 end
-          b.sum = 0
+    local lo = math.floor((now - period[i]) / gran[i])
+    if lo > blo[j] then
+      if bsum[j] ~= 0 then
+        if lo - blo[j] >= NB then
+          cleared[j] = true
+          for k = 0, NB - 1 do cnt[cpos(j, k)] = nil end
+          bsum[j] = 0
         else
-          for k = b.lo, lo - 1 do
-            local x = k % NB + 1
-            b.sum = b.sum - b.c[x]
-            b.c[x] = 0
+          for k = blo[j], lo - 1 do
+            local c = getc(j, k)
+            if c ~= 0 then
+              bsum[j] = bsum[j] - c
+              cnt[cpos(j, k)] = 0
+            end
           end
         end
       end
-      b.lo = lo
+      blo[j] = lo
     end
   end
 end
@@ -130,7 +147,7 @@ for i = 1, nr do
     if entry(count[i] - cost + 1) > now - period[i] then allowed = false end
   else
     j = j + 1
-    if blocks[j].sum + cost > count[i] then allowed = false end
+    if bsum[j] + cost > count[i] then allowed = false end
   end
 end
 
@@ -139,25 +156,31 @@ local recorded = mode == 1 or (allowed and mode == 0)
 if recorded then
   local m = math.min(cost, L)
   if m > 0 then
-    local p = struct.pack(EF, now)
-    local function put(from, cnt)
-      ring = string.sub(ring, 1, from * E) .. string.rep(p, cnt) .. string.sub(ring, (from + cnt) * E + 1)
-    end
     local first = math.min(m, L - w)
-    put(w, first)
-    if m > first then put(0, m - first) end
+    if n < L then
+      ring = ''
+      if not fresh then ring = string.sub(s, ringOff + 1) end
+      local p = struct.pack(EF, now)
+      local function put(from, c)
+        ring = string.sub(ring, 1, from * E) .. string.rep(p, c) .. string.sub(ring, (from + c) * E + 1)
+      end
+      put(w, first)
+      if m > first then put(0, m - first) end
+      n = #ring / E
+    else
+      wfrom[1], wto[1] = w, w + first
+      if m > first then wfrom[2], wto[2] = 0, m - first end
+    end
     w = (w + m) % L
   end
   j = 0
   for i = 1, nr do
     if gran[i] > 0 then
       j = j + 1
-      local b = blocks[j]
-      local k = math.max(math.floor(now / gran[i]), b.newest)
-      local x = k % NB + 1
-      b.c[x] = b.c[x] + cost
-      b.sum = b.sum + cost
-      b.newest = k
+      local k = math.max(math.floor(now / gran[i]), bnew[j])
+      cnt[cpos(j, k)] = getc(j, k) + cost
+      bsum[j] = bsum[j] + cost
+      bnew[j] = k
     end
   end
 end
@@ -180,15 +203,15 @@ for i = 1, nr do
     end
   else
     j = j + 1
-    local b, g = blocks[j], gran[i]
-    used = b.sum
-    if used > 0 then reset = (b.newest + 1) * g + T - now end
+    local g = gran[i]
+    used = bsum[j]
+    if used > 0 then reset = (bnew[j] + 1) * g + T - now end
     if not allowed then
       local need = used + cost - count[i]
       local freed = 0
-      retry = math.max(0, (b.newest + 1) * g + T - now)
-      for k = b.lo, b.newest do
-        freed = freed + b.c[k % NB + 1]
+      retry = math.max(0, (bnew[j] + 1) * g + T - now)
+      for k = blo[j], bnew[j] do
+        freed = freed + getc(j, k)
         if freed >= need then
           retry = math.max(0, (k + 1) * g + T - now)
           break
@@ -212,20 +235,69 @@ for i = 1, nr do
   if reset > full then full = reset end
 end
 
--- Write back. Expiry is cleanup only: it falls when the key holds nothing any window counts.
+-- Write back: the whole value when the key is new or its ring grew, otherwise only the
+-- bytes that changed. Expiry is cleanup only: it falls when the key holds nothing any
+-- window counts.
 if recorded then
-  local parts = {struct.pack('<I2', w)}
-  if B > 0 then parts[2] = struct.pack('<i8', now) end
-  for jj = 1, B do
-    local b = blocks[jj]
-    parts[#parts + 1] = struct.pack(blkFmt, b.lo, b.sum, b.newest, unpack(b.c))
-  end
-  parts[#parts + 1] = ring
-  local v = table.concat(parts)
-  if expire then
-    redis.call('SET', key, v, 'PX', string.format('%d', math.max(1, math.ceil(full / 1000))))
+  local ttl = string.format('%d', math.max(1, math.ceil(full / 1000)))
+  if fresh or ring then
+    local parts = {struct.pack('<I2', w)}
+    if B > 0 then parts[2] = struct.pack('<i8', now) end
+    for jj = 1, B do
+      parts[#parts + 1] = struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj])
+      local base = hdr + (jj - 1) * blkLen + 24 -- byte offset of the counts
+      local region
+      if cleared[jj] then
+        region = string.rep('\0', NB * 8)
+      else
+        region = string.sub(s, base + 1, base + NB * 8)
+      end
+      for k = 0, NB - 1 do
+        local v = cnt[base + k * 8 + 1]
+        if v then
+          region = string.sub(region, 1, k * 8) .. struct.pack('<i8', v) .. string.sub(region, k * 8 + 9)
+        end
+      end
+      parts[#parts + 1] = region
+    end
+    parts[#parts + 1] = ring or ''
+    local v = table.concat(parts)
+    if expire then
+      redis.call('SET', key, v, 'PX', ttl)
+    else
+      redis.call('SET', key, v)
+    end
   else
-    redis.call('SET', key, v)
+    -- The header, with the first block's header when it follows at once.
+    local h = struct.pack('<I2', w)
+    if B > 0 then h = h .. struct.pack('<i8i8i8i8', now, blo[1], bsum[1], bnew[1]) end
+    redis.call('SETRANGE', key, 0, h)
+    for jj = 1, B do
+      local base = hdr + (jj - 1) * blkLen
+      if jj > 1 then
+        redis.call('SETRANGE', key, base, struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj]))
+      end
+      if cleared[jj] then
+        local region = string.rep('\0', NB * 8)
+        for k = 0, NB - 1 do
+          local v = cnt[base + 24 + k * 8 + 1]
+          if v then
+            region = string.sub(region, 1, k * 8) .. struct.pack('<i8', v) .. string.sub(region, k * 8 + 9)
+          end
+        end
+        redis.call('SETRANGE', key, base + 24, region)
+      else
+        for k = 0, NB - 1 do
+          local v = cnt[base + 24 + k * 8 + 1]
+          if v then redis.call('SETRANGE', key, base + 24 + k * 8, struct.pack('<i8', v)) end
+        end
+      end
+    end
+    local p = struct.pack(EF, now)
+    for x = 1, #wfrom do
+      redis.call('SETRANGE', key, ringOff + wfrom[x] * E, string.rep(p, wto[x] - wfrom[x]))
+    end
+    if expire then redis.call('PEXPIRE', key, ttl) end
   end
 elseif B > 0 and not fresh and now > last then
   redis.call('SETRANGE', key, 2, struct.pack('<i8', now))

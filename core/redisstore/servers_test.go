@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/reqlimit/reqlimit/core/redisstore"
 )
 
 // The tests run against real redis-server processes on loopback ports, started here: one
@@ -234,3 +236,7 @@ func ownServer(t *testing.T) *server {
 	t.Cleanup(s.stop)
 	return s
 }
+
+// roomy is the deadline for tests that are not about deadlines: the test machine may be
+// loaded, and a spurious timeout there would hide what the test checks.
+var roomy = redisstore.WithTimeout(2 * time.Second)

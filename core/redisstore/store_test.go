@@ -37,13 +37,13 @@ func TestConformance(t *testing.T) {
 			t.Run("ServerTime", func(t *testing.T) {
 				t.Parallel()
 				storetest.Run(t, func(t *testing.T) storetest.Harness {
-					return storetest.Harness{Store: redisstore.New(newC(t), redisstore.WithPrefix(freshPrefix(t)))}
+					return storetest.Harness{Store: redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)))}
 				})
 			})
 			t.Run("VirtualClock", func(t *testing.T) {
 				storetest.Run(t, func(t *testing.T) storetest.Harness {
 					clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-					s := redisstore.New(newC(t), redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock))
+					s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock))
 					return storetest.Harness{Store: s, Advance: func(d time.Duration) { clock.Advance(d) }}
 				})
 			})
@@ -71,7 +71,7 @@ func TestMatchesEngine(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(len(text)), 7))
 				start := time.Unix(1_700_000_000, 0)
 				clock := core.NewManualClock(start)
-				store := redisstore.New(newClient(t, standalone), redisstore.WithPrefix(freshPrefix(t)),
+				store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)),
 					redisstore.WithClock(clock), redisstore.WithDenyCache(deny))
 				states := map[string][]int64{"a": engineState(p), "b": engineState(p)}
 				for step := range 1500 {
@@ -161,7 +161,7 @@ func TestKeyLayout(t *testing.T) {
 	needRedis(t)
 	c := newClusterClient(t)
 	ctx := context.Background()
-	s := redisstore.New(c, redisstore.WithPrefix("app{x}:"))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix("app{x}:"))
 	p := core.MustParsePolicy("1/1h")
 	masters := map[string]bool{}
 	slots := map[int64]bool{}
@@ -230,7 +230,7 @@ func TestScriptFlush(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := redisstore.New(c.client, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+			s := redisstore.New(c.client, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 			p := core.MustParsePolicy("3/1h")
 			for i := range 8 {
 				key := "k" + strconv.Itoa(i)
@@ -340,7 +340,7 @@ func TestDenyCache(t *testing.T) {
 	const flood = 2000
 	calls := map[bool]int64{}
 	for _, on := range []bool{false, true} {
-		s := redisstore.New(c, redisstore.WithPrefix(fmt.Sprintf("deny-%v:", on)), redisstore.WithDenyCache(on))
+		s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("deny-%v:", on)), redisstore.WithDenyCache(on))
 		for range 5 {
 			if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
 				t.Fatalf("filling: %+v %v", d, err)
@@ -366,7 +366,7 @@ func TestDenyCache(t *testing.T) {
 	}
 
 	// Penalty queries are never answered locally: each refusal must be recorded.
-	s := redisstore.New(c, redisstore.WithPrefix("deny-penalty:"))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix("deny-penalty:"))
 	pq := core.Query{Policy: p, Key: "k", Mode: core.Penalty}
 	for range 5 {
 		s.Decide(ctx, pq)
@@ -385,7 +385,7 @@ func TestDenyCache(t *testing.T) {
 func TestDenyCacheReleases(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
-	s := redisstore.New(newClient(t, standalone), redisstore.WithPrefix(freshPrefix(t)))
+	s := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)))
 	q := core.Query{Policy: core.MustParsePolicy("1/150ms"), Key: "k"}
 	if d, _ := s.Decide(ctx, q); !d.Allowed {
 		t.Fatal("first refused")
@@ -404,7 +404,7 @@ func TestMemoryUsage(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
 	c := newClient(t, standalone)
-	s := redisstore.New(c, redisstore.WithDenyCache(false))
+	s := redisstore.New(c, roomy, redisstore.WithDenyCache(false))
 	for _, tc := range []struct {
 		policy string
 		max    int64
