@@ -7,33 +7,29 @@
 --            the next grant goes to slot w. 7 bytes rather than 8 keep 100 grants in a
 --            smaller allocation class (MEMORY USAGE 856 rather than 984 bytes).
 --          The ring holds only real grants, so a key that saw 3 grants stores 3 entries.
--- ARGV     now (microseconds, '' = the server's TIME), cost, mode (0 enforce, 1 penalty,
---          2 peek), L, BoundedBuckets, expire (1 = set PEXPIRE), then per rate:
---          count, period (microseconds), granule (microseconds; 0 = exact rate).
+-- ARGV[1] packed i8 values, ARGV[2] their struct format: use TIME (1) or the given now,
+--          now (microseconds), cost, mode (0 enforce, 1 penalty, 2 peek), expire (1 = set
+--          PEXPIRE), L, BoundedBuckets, the number of rates, then per rate: count, period
+--          (microseconds), granule (microseconds; 0 = exact rate).
 -- Returns  {allowed (0/1), rate index, remaining, retry, reset, full reset, wait} (microseconds).
 --
 -- Every step mirrors core.Policy.Apply and core.Policy.report: keep them in step.
 local key = KEYS[1]
+-- The arguments come packed (struct.unpack is far cheaper than tonumber on strings).
+local v = {struct.unpack(ARGV[2], ARGV[1])}
 local now
-if ARGV[1] == '' then
+if v[1] == 1 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 else
-  now = tonumber(ARGV[1])
+  now = v[2]
 end
-local cost = tonumber(ARGV[2])
-local mode = tonumber(ARGV[3])
-local L = tonumber(ARGV[4])
-local NB = tonumber(ARGV[5]) + 1
-local expire = ARGV[6] == '1'
-local nr = (#ARGV - 6) / 3
+local cost, mode, expire, L, NB, nr = v[3], v[4], v[5] == 1, v[6], v[7] + 1, v[8]
 local count, period, gran = {}, {}, {}
 local B = 0
 for i = 1, nr do
-  local a = 6 + (i - 1) * 3
-  count[i] = tonumber(ARGV[a + 1])
-  period[i] = tonumber(ARGV[a + 2])
-  gran[i] = tonumber(ARGV[a + 3])
+  local a = 8 + (i - 1) * 3
+  count[i], period[i], gran[i] = v[a + 1], v[a + 2], v[a + 3]
   if gran[i] > 0 then B = B + 1 end
 end
 
@@ -239,7 +235,7 @@ end
 -- bytes that changed. Expiry is cleanup only: it falls when the key holds nothing any
 -- window counts.
 if recorded then
-  local ttl = string.format('%d', math.max(1, math.ceil(full / 1000)))
+  local ttl = math.max(1, math.ceil(full / 1000))
   if fresh or ring then
     local parts = {struct.pack('<I2', w)}
     if B > 0 then parts[2] = struct.pack('<i8', now) end
