@@ -118,7 +118,10 @@ for i = 1, nr do
       if bsum[j] ~= 0 then
         if lo - blo[j] >= NB then
           cleared[j] = true
-          for k = 0, NB - 1 do cnt[cpos(j, k)] = nil end
+          local b0 = hdr + (j - 1) * blkLen + 24
+          for pos in pairs(cnt) do
+            if pos > b0 and pos <= b0 + NB * 8 then cnt[pos] = nil end
+          end
           bsum[j] = 0
         else
           for k = blo[j], lo - 1 do
@@ -236,35 +239,39 @@ end
 -- window counts.
 if recorded then
   local ttl = math.max(1, math.ceil(full / 1000))
+  -- countsOf builds block jj's counts as stored, with the changes in cnt applied.
+  local function countsOf(jj)
+    local base = hdr + (jj - 1) * blkLen + 24
+    local region
+    if cleared[jj] then
+      region = string.rep('\0\0\0\0\0\0\0\0', NB)
+    else
+      region = string.sub(s, base + 1, base + NB * 8)
+    end
+    for pos, c in pairs(cnt) do
+      local off = pos - 1 - base
+      if off >= 0 and off < NB * 8 then
+        region = string.sub(region, 1, off) .. struct.pack('<i8', c) .. string.sub(region, off + 9)
+      end
+    end
+    return region
+  end
   if fresh or ring then
     local parts = {struct.pack('<I2', w)}
     if B > 0 then parts[2] = struct.pack('<i8', now) end
     for jj = 1, B do
       parts[#parts + 1] = struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj])
-      local base = hdr + (jj - 1) * blkLen + 24 -- byte offset of the counts
-      local region
-      if cleared[jj] then
-        region = string.rep('\0', NB * 8)
-      else
-        region = string.sub(s, base + 1, base + NB * 8)
-      end
-      for k = 0, NB - 1 do
-        local v = cnt[base + k * 8 + 1]
-        if v then
-          region = string.sub(region, 1, k * 8) .. struct.pack('<i8', v) .. string.sub(region, k * 8 + 9)
-        end
-      end
-      parts[#parts + 1] = region
+      parts[#parts + 1] = countsOf(jj)
     end
     parts[#parts + 1] = ring or ''
-    local v = table.concat(parts)
+    local val = table.concat(parts)
     if expire then
-      redis.call('SET', key, v, 'PX', ttl)
+      redis.call('SET', key, val, 'PX', ttl)
     else
-      redis.call('SET', key, v)
+      redis.call('SET', key, val)
     end
   else
-    -- The header, with the first block's header when it follows at once.
+    -- The header, with the first block's header, which follows at once.
     local h = struct.pack('<I2', w)
     if B > 0 then h = h .. struct.pack('<i8i8i8i8', now, blo[1], bsum[1], bnew[1]) end
     redis.call('SETRANGE', key, 0, h)
@@ -273,20 +280,11 @@ if recorded then
       if jj > 1 then
         redis.call('SETRANGE', key, base, struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj]))
       end
-      if cleared[jj] then
-        local region = string.rep('\0', NB * 8)
-        for k = 0, NB - 1 do
-          local v = cnt[base + 24 + k * 8 + 1]
-          if v then
-            region = string.sub(region, 1, k * 8) .. struct.pack('<i8', v) .. string.sub(region, k * 8 + 9)
-          end
-        end
-        redis.call('SETRANGE', key, base + 24, region)
-      else
-        for k = 0, NB - 1 do
-          local v = cnt[base + 24 + k * 8 + 1]
-          if v then redis.call('SETRANGE', key, base + 24 + k * 8, struct.pack('<i8', v)) end
-        end
+      if cleared[jj] then redis.call('SETRANGE', key, base + 24, countsOf(jj)) end
+    end
+    for pos, c in pairs(cnt) do
+      if not cleared[math.floor((pos - 1 - hdr) / blkLen) + 1] then
+        redis.call('SETRANGE', key, pos - 1, struct.pack('<i8', c))
       end
     end
     local p = struct.pack(EF, now)

@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 // side by side, on one virtual clock, and wants the same decision to the microsecond.
 func TestMatchesEngine(t *testing.T) {
 	needRedis(t)
-	policies := []string{"3/1s", "1/100ms", "5/100ms,10/1s", "1000/1s", "2/50ms,1000/1s,20/2s", "300/1s,256/500ms", "256/1s"}
+	policies := []string{"3/1s", "1/100ms", "5/100ms,10/1s", "1000/1s", "2/50ms,1000/1s,20/2s", "300/1s,256/500ms", "256/1s", "1000/1s,500/100ms,3/10ms", "4/100ms,4/1s", "3/100ms,3/100ms", "300/100ms,300/100ms"}
 	for _, deny := range []bool{false, true} {
 		for _, text := range policies {
 			t.Run(fmt.Sprintf("%s/deny=%v", text, deny), func(t *testing.T) {
