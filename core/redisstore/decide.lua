@@ -71,10 +71,11 @@ local function entry(k) -- the k-th most recent grant (k >= 1), NEVER where the 
   return (struct.unpack(EF, s, ringOff + i * E + 1))
 end
 
--- usedInLog counts the grants after cutoff among the last c, by binary search.
+-- usedInLog counts the grants after cutoff among the last c, by binary search over the
+-- n entries the ring holds (a young key's search is short).
 local function usedInLog(c, cutoff)
-  if entry(c) > cutoff then return c end
-  local lo, hi = 0, c - 1
+  if c <= n and entry(c) > cutoff then return c end
+  local lo, hi = 0, math.min(c - 1, n)
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
     if entry(mid) > cutoff then lo = mid else hi = mid - 1 end
