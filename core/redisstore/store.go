@@ -79,10 +79,11 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithDenyCache turns the local deny cache on (the default) or off. While Redis has said a
-// key is refused for the next R, Enforce and Peek queries for it are refused locally, with
-// RetryAfter counting down, without a round trip: only time frees a slot, so the answer is
-// what Redis would give. Penalty queries always go to Redis, since each refusal must be
-// recorded there.
+// key is refused for the next R, Enforce and Peek queries of the same cost are refused
+// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: only
+// time frees a slot, so the refusal and its wait are what Redis would give (for a cost
+// above 1, Remaining stays the value at the refusal). Penalty queries always go to Redis,
+// since each refusal must be recorded there. The cache holds at most 65,536 keys.
 func WithDenyCache(on bool) Option {
 	return func(s *Store) {
 		if on {
