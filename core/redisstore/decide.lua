@@ -186,9 +186,8 @@ if recorded then
 end
 
 -- Report, as core.Policy.report.
--- wait is the true time until admission: the longest retry among the rates that refuse.
--- It differs from the reported RetryAfter where the engine's formula gives a bounded rate
--- with room a positive retry; the deny cache relies on wait.
+-- wait is the true time until admission: the longest retry among the rates that refuse,
+-- which is also the tightest rate's retry; the deny cache relies on it.
 local dRate, dRem, dRetry, dReset, full, wait = -1, 0, 0, 0, 0, 0
 j = 0
 for i = 1, nr do
@@ -206,8 +205,8 @@ for i = 1, nr do
     local g = gran[i]
     used = bsum[j]
     if used > 0 then reset = (bnew[j] + 1) * g + T - now end
-    if not allowed then
-      local need = used + cost - count[i]
+    local need = used + cost - count[i]
+    if not allowed and need > 0 then -- a rate with room reports no wait, as in core
       local freed = 0
       retry = math.max(0, (bnew[j] + 1) * g + T - now)
       for k = blo[j], bnew[j] do
@@ -217,7 +216,7 @@ for i = 1, nr do
           break
         end
       end
-      if need > 0 and retry > wait then wait = retry end
+      if retry > wait then wait = retry end
     end
   end
   local rem = math.max(0, count[i] - used)
