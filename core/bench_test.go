@@ -28,6 +28,13 @@ var (
 
 // admittedLimiter never runs out at benchmark speed but takes x/time/rate's real path:
 // rate.Inf would skip its arithmetic and flatter it.
+// paths are the two paths every benchmark measures, for both libraries.
+var paths = []struct {
+	name   string
+	p      *core.Policy
+	xlimit func() *rate.Limiter
+}{{"admitted", admittedPolicy, admittedLimiter}, {"refused", refusedPolicy, refusedLimiter}}
+
 func admittedLimiter() *rate.Limiter { return rate.NewLimiter(1e9, 1e9) }
 func refusedLimiter() *rate.Limiter {
 	l := rate.NewLimiter(rate.Every(time.Hour), 1)
@@ -37,11 +44,7 @@ func refusedLimiter() *rate.Limiter {
 
 func BenchmarkOneKeySerial(b *testing.B) {
 	ctx := context.Background()
-	for _, c := range []struct {
-		name   string
-		p      *core.Policy
-		xlimit func() *rate.Limiter
-	}{{"admitted", admittedPolicy, admittedLimiter}, {"refused", refusedPolicy, refusedLimiter}} {
+	for _, c := range paths {
 		b.Run("xtimerate/"+c.name, func(b *testing.B) {
 			l := c.xlimit()
 			for b.Loop() {
@@ -80,11 +83,7 @@ func BenchmarkOneKeySerial(b *testing.B) {
 
 func BenchmarkOneKeyParallel(b *testing.B) {
 	ctx := context.Background()
-	for _, c := range []struct {
-		name   string
-		p      *core.Policy
-		xlimit func() *rate.Limiter
-	}{{"admitted", admittedPolicy, admittedLimiter}, {"refused", refusedPolicy, refusedLimiter}} {
+	for _, c := range paths {
 		b.Run("xtimerate/"+c.name, func(b *testing.B) {
 			l := c.xlimit()
 			b.RunParallel(func(pb *testing.PB) {
@@ -115,11 +114,7 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
 	}
 	ctx := context.Background()
-	for _, c := range []struct {
-		name   string
-		p      *core.Policy
-		xlimit func() *rate.Limiter
-	}{{"admitted", admittedPolicy, admittedLimiter}, {"refused", refusedPolicy, refusedLimiter}} {
+	for _, c := range paths {
 		b.Run("xtimerate/"+c.name, func(b *testing.B) {
 			var m sync.Map
 			for _, k := range keys {
