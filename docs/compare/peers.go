@@ -77,7 +77,7 @@ func peers() []peer {
 				// Its own store: the process-wide default would share buckets between instances.
 				return netHTTPRoute(nethttp.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
 			},
-			fast: spec{100, time.Nanosecond},
+			fast:      spec{100, time.Nanosecond},
 			framework: "net/http",
 		},
 		{
@@ -97,7 +97,7 @@ func peers() []peer {
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				return netHTTPRoute(httprate.LimitBy(count, period, clientIP)), nil
 			},
-			fast: unlimited,
+			fast:      unlimited,
 			framework: "net/http",
 		},
 		{
@@ -118,7 +118,7 @@ func peers() []peer {
 				})
 				return echoRoute(middleware.RateLimiter(store)), nil
 			},
-			fast: unlimited,
+			fast:      unlimited,
 			framework: "Echo",
 		},
 		{
