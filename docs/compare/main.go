@@ -208,7 +208,7 @@ func measure(p peer, cfg settings, srv *redisServer, bare map[string]float64) ro
 				r.nsOp = ns - b
 			}
 		}
-		logf("  speed  %.0f ns/decision, overhead ×%.2f, %s", r.nsOp, r.overhead, elapsed(t0))
+		logf("  speed  %.0f ns/decision, middleware ×%.2f (0: not middleware), %s", r.nsOp, r.overhead, elapsed(t0))
 	}
 
 	// A minute's window, so that no limiter's expiry or sweeping drops keys while they

@@ -32,7 +32,9 @@ func startRedis(bin string) (*redisServer, error) {
 	}
 	s := &redisServer{cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.exited) }()
-	s.client = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 16})
+	// ContextTimeoutEnabled as reqlimit's Redis store documents it; the other peers pass no
+	// deadline, so it changes nothing for them.
+	s.client = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 16, ContextTimeoutEnabled: true})
 	// Wait for it to answer: at most 5 s, then give up rather than hang.
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
