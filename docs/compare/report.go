@@ -86,7 +86,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	w("In the flood, each goroutine's arrivals are thinned to the first per %v (admitted ones are all kept), which can delay the exact log by no more than that.\n", floodGranule)
 	w("- **ns/decision**: one admitted decision on one key, serially, with `testing.Benchmark` (best of %d runs of %s), with limits that never run out but take the same code path (reqlimit: 100 per ns, so that its exact form is measured; the others: 2³⁰ per hour). ", cfg.benchRounds, cfg.benchtime)
 	w("For middleware it is the route's time with the limiter minus the bare route's (marked †): a decision there includes the middleware's own work, such as headers.\n")
-	w("- **Middleware ×**: time of `GET /` through the framework with the limiter, divided by the same route without it, same harness (a request built per call, a response that is discarded).\n")
+	w("- **Middleware ×**: time of `GET /` through the framework with the limiter, divided by the same route without it, same harness: net/http and Echo get a request built per call, Fiber a pooled `RequestCtx` as its server reuses one per connection; responses are discarded.\n")
 	w("- **Bytes/key**: growth of the live Go heap (`runtime.MemStats.HeapAlloc` after GC) per key, after one request from each of %d distinct client IPs, with %d per minute so that no expiry or sweep drops a key mid-count. For Redis peers, the growth of the server's `used_memory` instead.\n\n", cfg.memKeys, limitN)
 	w("Machine: %d CPUs", e.cpus)
 	if e.cpuModel != "" {
@@ -318,7 +318,7 @@ func chart(rows []row) string {
 				color = "#c62828"
 			}
 			w(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", labelW, y+4, x1(float64(worst))-labelW, rowH-8, color)
-			w(`<text x="%.1f" y="%d" font-size="12">%d</text>`+"\n", x1(float64(worst))+4, y+16, worst)
+			w(`<text x="%.1f" y="%d" font-size="12">%d</text>`+"\n", x1(float64(worst))+6, y+16, worst)
 		}
 		if u := lowestUtil(r); u > 0 {
 			color := "#1565c0"
@@ -329,7 +329,7 @@ func chart(rows []row) string {
 				color = "#ef6c00"
 			}
 			w(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", panel2X, y+4, x2(u)-panel2X, rowH-8, color)
-			w(`<text x="%.1f" y="%d" font-size="12">%.0f%%</text>`+"\n", x2(u)+4, y+16, u)
+			w(`<text x="%.1f" y="%d" font-size="12">%.0f%%</text>`+"\n", x2(u)+6, y+16, u)
 		}
 	}
 	// The limit and the exact quota, drawn over the bars.
