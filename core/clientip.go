@@ -1,7 +1,6 @@
 package core
 
 import (
-	"net"
 	"net/netip"
 	"strings"
 )
@@ -16,6 +15,9 @@ const unknownClient = "unknown"
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
 func (l *Limiter) ClientKey(peer string, r Request) string {
 	host := hostOf(peer)
+	if len(l.cfg.trusted) == 0 && canonicalIPv4(host) {
+		return host // the common case, decided without parsing into netip
+	}
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
 		if host == "" {
@@ -45,11 +47,45 @@ func (l *Limiter) formatAddr(addr netip.Addr) string {
 
 // hostOf strips the port and brackets from a "host:port" address; a bare host (with or
 // without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
+// Unlike net.SplitHostPort it never allocates: frameworks hand over bare hosts on every
+// request, and an error value each time would cost an allocation per request.
 func hostOf(s string) string {
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		return h
+	if strings.HasPrefix(s, "[") {
+		if end := strings.IndexByte(s, ']'); end > 0 {
+			return s[1:end]
+		}
+		return s[1:]
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
+		return s[:i] // exactly one colon: host:port
+	}
+	return s // no colon (a bare IPv4 or name), or several (a bare IPv6)
+}
+
+// canonicalIPv4 reports whether s is dotted-quad IPv4 as netip prints it: four decimal
+// numbers 0-255 without leading zeros. Such text is already the key.
+func canonicalIPv4(s string) bool {
+	parts, n, digits := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if digits > 0 && n == 0 { // a leading zero
+				return false
+			}
+			n = n*10 + int(c-'0')
+			digits++
+			if n > 255 {
+				return false
+			}
+		case c == '.' && digits > 0 && parts < 3:
+			parts++
+			n, digits = 0, 0
+		default:
+			return false
+		}
+	}
+	return parts == 3 && digits > 0
 }
 
 func (l *Limiter) trusts(a netip.Addr) bool {

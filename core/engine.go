@@ -67,7 +67,7 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, err
 	for j, ri := range p.bounded {
 		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
 		now = max(now, b[bLast])
-		expire(b, p.rates[ri], now)
+		expire(b, p.rates[ri], p.gran[ri], now)
 	}
 
 	allowed := true
@@ -96,7 +96,7 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, err
 		s[0] = int64(w)
 		for j, ri := range p.bounded {
 			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-			record(b, p.rates[ri], now, cost)
+			record(b, p.gran[ri], now, cost)
 		}
 	}
 	for j := range p.bounded {
@@ -169,7 +169,7 @@ func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
 			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
 			j++
 			used = b[bSum]
-			g := granule(r)
+			g := p.gran[i]
 			if used > 0 {
 				reset = (b[bNewest]+1)*g + T - now
 			}
@@ -208,7 +208,7 @@ func (p *Policy) Idle(s []int64, now int64) bool {
 	for j, ri := range p.bounded {
 		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
 		r := p.rates[ri]
-		if b[bSum] > 0 && (b[bNewest]+1)*granule(r)+int64(r.Period) > now {
+		if b[bSum] > 0 && (b[bNewest]+1)*p.gran[ri]+int64(r.Period) > now {
 			return false
 		}
 	}
@@ -272,8 +272,8 @@ func granule(r Rate) int64 {
 // expire drops the buckets that no longer overlap the window (now-T, now]. A bucket is
 // counted whole while any part of it overlaps, so the count never falls short of the
 // grants in the window; that is what keeps the bounded form strict.
-func expire(b []int64, r Rate, now int64) {
-	lo := floorDiv(now-int64(r.Period), granule(r))
+func expire(b []int64, r Rate, g, now int64) {
+	lo := floorDiv(now-int64(r.Period), g)
 	if lo <= b[bLo] {
 		return
 	}
@@ -292,8 +292,8 @@ func expire(b []int64, r Rate, now int64) {
 	b[bLo] = lo
 }
 
-func record(b []int64, r Rate, now int64, cost int) {
-	k := max(floorDiv(now, granule(r)), b[bNewest])
+func record(b []int64, g, now int64, cost int) {
+	k := max(floorDiv(now, g), b[bNewest])
 	b[bCounts+mod(k, BoundedBuckets+1)] += int64(cost)
 	b[bSum] += int64(cost)
 	b[bNewest] = k
@@ -302,6 +302,9 @@ func record(b []int64, r Rate, now int64, cost int) {
 // boundedRetry returns how long until need units leave the window: bucket k leaves it
 // once now-T reaches the end of k.
 func boundedRetry(b []int64, g, T, now, need int64) int64 {
+	if need <= 0 {
+		return 0 // this rate has room; another one refused
+	}
 	var freed int64
 	for k := b[bLo]; k <= b[bNewest]; k++ {
 		freed += b[bCounts+mod(k, BoundedBuckets+1)]

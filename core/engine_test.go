@@ -228,8 +228,8 @@ func TestBoundedIsStrictAndPrompt(t *testing.T) {
 						for range cost {
 							granted = append(granted, at)
 						}
-					} else if d.RetryAfter <= 0 {
-						t.Fatalf("request %d: refused with RetryAfter %v", i, d.RetryAfter)
+					} else {
+						checkRetryAfter(t, p, state, at, cost, d.RetryAfter)
 					}
 				}
 				for _, r := range p.Rates() {

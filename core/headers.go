@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,17 @@ const (
 type HeaderSetter interface {
 	Set(name, value string)
 }
+
+// HeaderMap is an http.Header (map[string][]string) as a HeaderSetter for the adapters
+// whose framework writes through net/http (net/http, Gin, Echo): core.HeaderMap(w.Header()).
+// Set stores core's names as they are, skipping http.Header.Set's canonicalization, since
+// they are already canonical. SetHeaders gives a HeaderMap the RateLimit fields as shared
+// one-element slices, which is why it allocates nothing: append to them (which copies) or
+// replace them, but never write into them in place.
+type HeaderMap map[string][]string
+
+// Set replaces the field's values with value.
+func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
 
 // SetHeaders writes v's rate-limit fields in the configured style. A refusal also gets
 // Retry-After in whole seconds, rounded up from the exact wait (at least 1). A skipped
@@ -42,14 +54,64 @@ func (l *Limiter) SetHeaders(h HeaderSetter, v Verdict) {
 	}
 	style := l.cfg.headers
 	if style == HeadersStandard || style == HeadersBoth {
-		h.Set(HeaderRateLimitPolicy, l.policyField)
-		h.Set(HeaderRateLimit, l.rateLimitField(d))
+		field := l.fields.rateLimit(l, d)
+		if m, ok := h.(HeaderMap); ok {
+			// Shared, immutable one-element slices: no allocation per response.
+			m[HeaderRateLimitPolicy] = l.policyValue[:]
+			m[HeaderRateLimit] = field[:]
+		} else {
+			h.Set(HeaderRateLimitPolicy, l.policyField)
+			h.Set(HeaderRateLimit, field[0])
+		}
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
 		h.Set(HeaderLimit, strconv.Itoa(d.Limit))
 		h.Set(HeaderRemaining, strconv.Itoa(d.Remaining))
 		h.Set(HeaderReset, strconv.FormatInt(time.Now().Add(d.Reset).Add(time.Second-1).Unix(), 10))
 	}
+}
+
+// fieldCache keeps RateLimit field values already formatted, one per (rate, remaining,
+// seconds) for policies where those are few, so that the standard fields cost no
+// allocation per response. Entries are filled on first use and never change.
+type fieldCache struct {
+	secs []int // per rate: the largest seconds value cached
+	off  []int // per rate: where its entries start in vals
+	vals []atomic.Pointer[[1]string]
+}
+
+// maxCachedFields bounds a limiter's cache: 4096 pointers, 32 KiB at most.
+const maxCachedFields = 4096
+
+func newFieldCache(p *Policy) fieldCache {
+	var c fieldCache
+	n := 0
+	for i, r := range p.rates {
+		secs := int(ceilSeconds(r.Period+time.Duration(p.gran[i]))) + 1
+		c.secs = append(c.secs, secs)
+		c.off = append(c.off, n)
+		n += (r.Count + 1) * (secs + 1)
+		if n > maxCachedFields {
+			return fieldCache{}
+		}
+	}
+	c.vals = make([]atomic.Pointer[[1]string], n)
+	return c
+}
+
+// rateLimit returns the RateLimit field for d, cached when it can be.
+func (c *fieldCache) rateLimit(l *Limiter, d Decision) *[1]string {
+	i, secs := d.Rate, int(ceilSeconds(d.Reset))
+	if c.vals == nil || i < 0 || i >= len(c.secs) || secs > c.secs[i] || d.Remaining > d.Limit {
+		return &[1]string{l.rateLimitField(d)}
+	}
+	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+secs]
+	v := e.Load()
+	if v == nil {
+		v = &[1]string{l.rateLimitField(d)}
+		e.Store(v) // racing stores write equal values: either may win
+	}
+	return v
 }
 
 // rateLimitField formats the RateLimit field with one allocation.

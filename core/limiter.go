@@ -20,8 +20,10 @@ type Limiter struct {
 	store  Store
 	cfg    config
 
-	policyField string // RateLimit-Policy, fixed for the limiter's life
+	policyField string    // RateLimit-Policy, fixed for the limiter's life
+	policyValue [1]string // the same, as the one-element value a HeaderMap holds
 	rateNames   []string
+	fields      fieldCache
 
 	localOnce sync.Once
 	local     *MemoryStore // FailLocal's store, made on first failure
@@ -82,6 +84,8 @@ func newLimiter(rates []Rate, opts []Option) (*Limiter, error) {
 		items[i] = fmt.Sprintf("%q;q=%d;w=%d", l.rateNames[i], r.Count, ceilSeconds(r.Period))
 	}
 	l.policyField = strings.Join(items, ", ")
+	l.policyValue[0] = l.policyField
+	l.fields = newFieldCache(p)
 	return l, nil
 }
 

@@ -25,6 +25,7 @@ type Policy struct {
 	single   bool          // one exact rate: Apply's fast path
 	longest  time.Duration // the longest Period: a key idle this long holds nothing
 	bounded  []int         // indexes into rates of the bounded ones
+	gran     []int64       // per rate: the bounded form's granule, 0 for exact rates
 	stateLen int
 }
 
@@ -44,10 +45,12 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 			return nil, fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
 		}
 		texts[i] = r.String()
+		p.gran = append(p.gran, 0)
 		if r.Exact() {
 			p.logLen = max(p.logLen, r.Count)
 		} else {
 			p.bounded = append(p.bounded, i)
+			p.gran[i] = granule(r)
 		}
 		p.maxCount = max(p.maxCount, r.Count)
 		p.minCount = min(p.minCount, r.Count)

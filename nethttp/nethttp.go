@@ -58,7 +58,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, route = h.mux.Handler(r)
 	}
 	v := h.l.Check(r.Context(), core.Input{Route: route, Path: r.URL.Path, Peer: r.RemoteAddr, Request: request{r}})
-	h.l.SetHeaders(header(w.Header()), v)
+	h.l.SetHeaders(core.HeaderMap(w.Header()), v)
 	if v.Allow {
 		h.next.ServeHTTP(w, r)
 		return
@@ -89,11 +89,6 @@ type muxKey struct{}
 // find the pattern each request will match, so that every route still gets its own
 // bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux).
 func WithMux(mux *http.ServeMux) core.Option { return core.WithExtension(muxKey{}, mux) }
-
-// header sets fields without net/http's canonicalization: core's names are canonical.
-type header http.Header
-
-func (h header) Set(name, value string) { h[name] = []string{value} }
 
 // request is core.Request over *http.Request; one pointer, so boxing it allocates nothing.
 type request struct{ r *http.Request }

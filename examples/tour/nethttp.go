@@ -13,7 +13,5 @@ func serveNetHTTP(ln net.Listener) func() {
 	mux := http.NewServeMux()
 	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore()))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello")) })))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	return func() { srv.Close() }
+	return serveHTTP(ln, mux)
 }

@@ -1,0 +1,122 @@
+package core_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// fakeRequest is a core.Request over a header map, for key derivation tests.
+type fakeRequest struct{ h http.Header }
+
+func (f fakeRequest) Context() context.Context     { return context.Background() }
+func (f fakeRequest) Method() string               { return "GET" }
+func (f fakeRequest) Path() string                 { return "/" }
+func (f fakeRequest) Route() string                { return "/" }
+func (f fakeRequest) Header(name string) string    { return f.h.Get(name) }
+func (f fakeRequest) Headers(name string) []string { return f.h.Values(name) }
+func (f fakeRequest) RemoteAddr() string           { return "" }
+func (f fakeRequest) Value(key any) any            { return nil }
+
+func req(kv ...string) fakeRequest {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return fakeRequest{h}
+}
+
+func limiter(t *testing.T, opts ...core.Option) *core.Limiter {
+	t.Helper()
+	l, err := core.NewLimiter(3, time.Minute, append([]core.Option{core.WithStore(core.NewMemoryStore())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestClientKeyFromPeer(t *testing.T) {
+	l := limiter(t)
+	forged := req("X-Forwarded-For", "203.0.113.1", "X-Real-Ip", "203.0.113.2", "Forwarded", "for=203.0.113.3")
+	for peer, want := range map[string]string{
+		"192.0.2.1:5555":                    "192.0.2.1",
+		"192.0.2.1":                         "192.0.2.1", // no port
+		"[2001:db8:1:2:3:4:5:6]:443":        "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:443":        "2001:db8:1:2::/64", // same /64, same bucket
+		"2001:db8:1:2:3:4:5:6":              "2001:db8:1:2::/64",
+		"[fe80::1%eth0]:80":                 "fe80::/64", // zone dropped
+		"[::ffff:192.0.2.9]:80":             "192.0.2.9", // IPv4-mapped is IPv4
+		"":                                  "unknown",
+		"@":                                 "@", // a unix socket: one shared bucket
+		"/run/app.sock":                     "/run/app.sock",
+		"not an address":                    "not an address",
+		"[::1]:8080":                        "::/64",
+		"300.1.1.1:80":                      "300.1.1.1", // unparsable: kept as a name, still limited
+		"192.0.2.1:5555, 198.51.100.1:1111": "192.0.2.1:5555, 198.51.100.1:1111",
+	} {
+		if got := l.ClientKey(peer, forged); got != want {
+			t.Errorf("peer %q: key %q, want %q", peer, got, want)
+		}
+	}
+}
+
+func TestClientKeyIPv6Prefix(t *testing.T) {
+	if got := limiter(t, core.WithIPv6Prefix(128)).ClientKey("[2001:db8::1]:1", nil); got != "2001:db8::1" {
+		t.Fatalf("/128: %q", got)
+	}
+	if got := limiter(t, core.WithIPv6Prefix(48)).ClientKey("[2001:db8:1:2::1]:1", nil); got != "2001:db8:1::/48" {
+		t.Fatalf("/48: %q", got)
+	}
+	if _, err := core.NewLimiter(1, time.Second, core.WithIPv6Prefix(129)); err == nil {
+		t.Fatal("/129 accepted")
+	}
+}
+
+func TestClientKeyTrustedProxies(t *testing.T) {
+	l := limiter(t, core.WithTrustedProxies("10.0.0.0/8", "192.0.2.10"))
+	cases := []struct {
+		peer string
+		r    fakeRequest
+		want string
+	}{
+		// From a trusted proxy: the rightmost untrusted hop is the client.
+		{"10.1.1.1:80", req("X-Forwarded-For", "198.51.100.7"), "198.51.100.7"},
+		// The client prepended a forged hop: it is left of the real one and ignored.
+		{"10.1.1.1:80", req("X-Forwarded-For", "203.0.113.66, 198.51.100.7"), "198.51.100.7"},
+		// Two trusted hops, then the client; the header split over two lines.
+		{"10.1.1.1:80", req("X-Forwarded-For", "198.51.100.7, 10.2.2.2", "X-Forwarded-For", "192.0.2.10"), "198.51.100.7"},
+		// Every hop trusted: the leftmost is the best we know.
+		{"10.1.1.1:80", req("X-Forwarded-For", "10.3.3.3, 10.2.2.2"), "10.3.3.3"},
+		// Garbage stops the walk at the last good address.
+		{"10.1.1.1:80", req("X-Forwarded-For", "198.51.100.7, garbage"), "10.1.1.1"},
+		{"10.1.1.1:80", req("X-Forwarded-For", ",,,"), "10.1.1.1"},
+		// Not from a trusted proxy: headers are ignored.
+		{"198.51.100.9:80", req("X-Forwarded-For", "203.0.113.66"), "198.51.100.9"},
+		// RFC 7239 Forwarded, with quotes, a port and IPv6.
+		{"10.1.1.1:80", req("Forwarded", `for=203.0.113.66, for="[2001:db8::7]:4711";proto=https`), "2001:db8::/64"},
+		{"10.1.1.1:80", req("Forwarded", `for=unknown`), "10.1.1.1"},
+		// X-Real-IP from a trusted proxy when nothing else is there.
+		{"10.1.1.1:80", req("X-Real-Ip", "198.51.100.8"), "198.51.100.8"},
+		{"10.1.1.1:80", req("X-Real-Ip", "nonsense"), "10.1.1.1"},
+		{"10.1.1.1:80", req(), "10.1.1.1"},
+	}
+	for i, c := range cases {
+		if got := l.ClientKey(c.peer, c.r); got != c.want {
+			t.Errorf("case %d (%s %v): key %q, want %q", i, c.peer, c.r.h, got, c.want)
+		}
+	}
+	if _, err := core.NewLimiter(1, time.Second, core.WithTrustedProxies("10.0.0.0/33")); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {
+		t.Fatalf("bad CIDR: %v", err)
+	}
+}
+
+func TestIPv4KeyDoesNotAllocate(t *testing.T) {
+	l := limiter(t)
+	if n := testing.AllocsPerRun(100, func() { l.ClientKey("192.0.2.1:5555", nil) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}

@@ -1,0 +1,69 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+func TestMustLimiterPanicNamesValueAndSite(t *testing.T) {
+	defer func() {
+		msg := fmt.Sprint(recover())
+		for _, want := range []string{"nethttp.Limit(0, 1m0s)", "limiter_test.go:", `register("GET /user/test"`, "count 0"} {
+			if !strings.Contains(msg, want) {
+				t.Fatalf("panic %q lacks %q", msg, want)
+			}
+		}
+	}()
+	register := func(pattern string, l *core.Limiter) {}
+	register("GET /user/test", core.MustLimiter("nethttp.Limit", 0, time.Minute))
+	t.Fatal("no panic")
+}
+
+// downStore fails every decision, like a Redis that is gone.
+type downStore struct{}
+
+func (downStore) Decide(context.Context, core.Query) (core.Decision, error) {
+	return core.Decision{}, errors.New("connection refused")
+}
+
+func TestFailModes(t *testing.T) {
+	in := core.Input{Route: "/r", Peer: "192.0.2.1:1"}
+	var hooked []error
+	hook := core.WithErrorHook(func(_ context.Context, err error) { hooked = append(hooked, err) })
+	for _, c := range []struct {
+		mode     core.FailMode
+		status   int
+		allowed  []bool
+		wantCode int
+	}{
+		{core.FailOpen, 0, []bool{true, true, true, true}, 0},
+		{core.FailClosed, 0, []bool{false, false, false, false}, 429},
+		{core.FailClosed, 503, []bool{false, false, false, false}, 503},
+		{core.FailLocal, 0, []bool{true, true, true, false}, 429}, // still 3 per minute, locally
+	} {
+		opts := []core.Option{core.WithStore(downStore{}), core.WithFailMode(c.mode), hook}
+		if c.status != 0 {
+			opts = append(opts, core.WithFailStatus(c.status))
+		}
+		l, err := core.NewLimiter(3, time.Minute, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooked = nil
+		for i, want := range c.allowed {
+			v := l.Check(context.Background(), in)
+			if v.Allow != want || v.Err == nil || (!v.Allow && v.Status != c.wantCode) {
+				t.Fatalf("%v request %d: %+v, want allow=%v status %d", c.mode, i+1, v, want, c.wantCode)
+			}
+		}
+		if len(hooked) != len(c.allowed) || !strings.Contains(hooked[0].Error(), "connection refused") {
+			t.Fatalf("%v: error hook saw %v", c.mode, hooked)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+// Package echolimit limits requests to Echo v4 routes, per route, with reqlimit's strict
+// sliding window:
+//
+//	e.GET("/user/test", handler, echolimit.Limit(3, time.Minute))
+//
+// Requests are keyed by the connection's peer IP and the route template (c.Path(), so
+// /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
+// e.Use (not e.Pre, which runs before routing). When the application set e.IPExtractor,
+// the client IP is c.RealIP(); without one Echo's RealIP believes X-Forwarded-For from any
+// client, so the peer is used. Refused requests get 429 with Retry-After; every response
+// carries the IETF RateLimit and RateLimit-Policy fields.
+package echolimit
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Limit returns middleware that admits at most count requests per period, in any interval
+// of that length, per client and route. Options from package core add rates, change the
+// store, the key, the headers and more. Bad arguments panic, naming the value and where the
+// limit was registered; use New to get an error instead.
+func Limit(count int, period time.Duration, opts ...core.Option) echo.MiddlewareFunc {
+	return Middleware(core.MustLimiter("echolimit.Limit", count, period, opts...))
+}
+
+// New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
+// limits read from configuration. A bad policy or option is returned as an error.
+func New(policy string, opts ...core.Option) (echo.MiddlewareFunc, error) {
+	l, err := core.ParseLimiter(policy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Middleware(l), nil
+}
+
+// Middleware returns middleware applying a limiter built with package core.
+func Middleware(l *core.Limiter) echo.MiddlewareFunc {
+	deny, _ := l.Extension(denyKey{}).(DenyFunc)
+	m := &middleware{l: l, deny: deny, frameworkIP: l.TrustsFrameworkIP(), needsRequest: l.NeedsRequest()}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		// Echo applies middleware anew for every request, so this closure is allocated
+		// each time: it captures two words, not the whole configuration.
+		return func(c echo.Context) error { return m.serve(c, next) }
+	}
+}
+
+type middleware struct {
+	l                         *core.Limiter
+	deny                      DenyFunc
+	frameworkIP, needsRequest bool
+}
+
+func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
+	r := c.Request()
+	peer := r.RemoteAddr
+	if m.frameworkIP || c.Echo().IPExtractor != nil {
+		peer = c.RealIP()
+	}
+	in := core.Input{Route: c.Path(), Path: r.URL.Path, Peer: peer}
+	if m.needsRequest {
+		// echo.Context is an interface: boxing request allocates, so only when a key,
+		// skip or cost function or trusted proxies will read it.
+		in.Request = &request{c}
+	}
+	v := m.l.Check(r.Context(), in)
+	m.l.SetHeaders(core.HeaderMap(c.Response().Header()), v)
+	if v.Allow {
+		return next(c)
+	}
+	if m.deny != nil {
+		return m.deny(c, v.Decision)
+	}
+	// Not c.String: its "charset=UTF-8" would differ from the other adapters'.
+	w := c.Response()
+	w.Header()["Content-Type"] = plainText
+	w.WriteHeader(v.Status)
+	_, err := io.WriteString(w, m.l.DenyBody())
+	return err
+}
+
+var plainText = []string{"text/plain; charset=utf-8"}
+
+// A DenyFunc writes the response to a refused request, or returns an error for Echo's
+// HTTPErrorHandler (echo.NewHTTPError). Rate-limit fields and Retry-After are already set.
+type DenyFunc func(c echo.Context, d core.Decision) error
+
+type denyKey struct{}
+
+// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
+func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+
+// request is core.Request over echo.Context.
+type request struct{ c echo.Context }
+
+func (q *request) Context() context.Context     { return q.c.Request().Context() }
+func (q *request) Method() string               { return q.c.Request().Method }
+func (q *request) Path() string                 { return q.c.Request().URL.Path }
+func (q *request) Route() string                { return q.c.Path() }
+func (q *request) Header(name string) string    { return q.c.Request().Header.Get(name) }
+func (q *request) Headers(name string) []string { return q.c.Request().Header.Values(name) }
+func (q *request) RemoteAddr() string           { return q.c.Request().RemoteAddr }
+
+// Value returns what an earlier middleware stored with c.Set(key, value); key must be a
+// string, as Echo's are.
+func (q *request) Value(key any) any {
+	if k, ok := key.(string); ok {
+		return q.c.Get(k)
+	}
+	return nil
+}

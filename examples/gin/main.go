@@ -1,0 +1,41 @@
+// Command gin is a Gin application with reqlimit's limits: GET /user/test 3 a minute,
+// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token.
+//
+//	go run ./examples/gin -addr 127.0.0.1:8080
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/ginlimit"
+)
+
+func newRouter() *gin.Engine {
+	r := gin.New()
+	r.Use(gin.Recovery())
+	// Not behind a proxy: trust none, so that c.ClientIP() cannot be forged either.
+	// (ginlimit keys by the peer whatever this says, unless WithClientIPFromFramework.)
+	if err := r.SetTrustedProxies(nil); err != nil {
+		panic(err)
+	}
+	hello := func(c *gin.Context) { c.String(http.StatusOK, "hello\n") }
+	r.GET("/user/test", ginlimit.Limit(3, time.Minute), hello)
+	r.GET("/search", ginlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
+	// Each API token has its own quota; requests without one are counted per IP.
+	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	return r
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	flag.Parse()
+	srv := &http.Server{Addr: *addr, Handler: newRouter(), ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s", *addr)
+	log.Fatal(srv.ListenAndServe())
+}

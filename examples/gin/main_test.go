@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/reqlimit/reqlimit/internal/exampletest"
+)
+
+func TestLimits(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	exampletest.Check(t, exampletest.HTTP(newRouter()))
+}

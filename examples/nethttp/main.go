@@ -1,0 +1,35 @@
+// Command nethttp is a net/http application with reqlimit's limits: GET /user/test 3 a
+// minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
+// X-API-Token.
+//
+//	go run ./examples/nethttp -addr 127.0.0.1:8080
+package main
+
+import (
+	"flag"
+	"io"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/nethttp"
+)
+
+func newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello\n") })
+	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute)(hello))
+	mux.Handle("GET /search", nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))(hello))
+	// Each API token has its own quota; requests without one are counted per IP.
+	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")))(hello))
+	return mux
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	flag.Parse()
+	srv := &http.Server{Addr: *addr, Handler: newMux(), ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s", *addr)
+	log.Fatal(srv.ListenAndServe())
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gofiber/fiber/v2"
+	"github.com/labstack/echo/v4"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/echolimit"
+	"github.com/reqlimit/reqlimit/fiberlimit"
+	"github.com/reqlimit/reqlimit/ginlimit"
+)
+
+func init() {
+	apps = append(apps, app{"Gin", serveGin}, app{"Echo", serveEcho}, app{"Fiber", serveFiber})
+}
+
+// Each demo gets its own store, so that the adapters' counts do not mix.
+
+func serveGin(ln net.Listener) func() {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/user/test", ginlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())),
+		func(c *gin.Context) { c.String(200, "hello") })
+	return serveHTTP(ln, r)
+}
+
+func serveEcho(ln net.Listener) func() {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/user/test", func(c echo.Context) error { return c.String(200, "hello") },
+		echolimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())))
+	return serveHTTP(ln, e)
+}
+
+func serveFiber(ln net.Listener) func() {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/user/test", fiberlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())),
+		func(c *fiber.Ctx) error { return c.SendString("hello") })
+	go app.Listener(ln)
+	return func() { app.Shutdown() }
+}
+
+func serveHTTP(ln net.Listener, h http.Handler) func() {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }
+}

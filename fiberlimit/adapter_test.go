@@ -1,0 +1,122 @@
+package fiberlimit_test
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/fiberlimit"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+)
+
+var ad = adapter{adaptertest.Constructors[fiber.Handler]{LimitFunc: fiberlimit.Limit, NewFunc: fiberlimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+}
+
+type adapter struct {
+	adaptertest.Constructors[fiber.Handler]
+}
+
+func (adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "fiberlimit", Pattern: func(p string) string { return p },
+		FrameworkTrust: true, UseSharesBucket: true, ValueKey: "user"}
+}
+
+func (adapter) DenyWith(status int, body string) core.Option {
+	return fiberlimit.DenyWith(func(c *fiber.Ctx, d core.Decision) error {
+		c.Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		return c.Status(status).SendString(body)
+	})
+}
+
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return serve(a.app(app))
+}
+
+func (a adapter) app(app adaptertest.App) *fiber.App {
+	var cfg fiber.Config
+	if len(app.TrustProxies) > 0 {
+		// Fiber's own mechanism: believe ProxyHeader only from TrustedProxies.
+		cfg = fiber.Config{EnableTrustedProxyCheck: true, TrustedProxies: app.TrustProxies, ProxyHeader: fiber.HeaderXForwardedFor}
+	}
+	f := fiber.New(cfg)
+	if name := app.ValueFromHeader; name != "" {
+		f.Use(func(c *fiber.Ctx) error {
+			if v := c.Get(name); v != "" {
+				c.Locals("user", utils.CopyString(v))
+			}
+			return c.Next()
+		})
+	}
+	for _, m := range a.MountAll(app.Use) {
+		f.Use(m)
+	}
+	for _, rt := range app.Routes {
+		f.Get(rt.Path, append(a.MountAll(rt.Limits), func(c *fiber.Ctx) error { return c.SendString("ok") })...)
+	}
+	return f
+}
+
+// serve drives app in-process through one fasthttp.RequestCtx reused for every request,
+// as a keep-alive connection would: its buffers are overwritten by each request, so any
+// string kept from an earlier one would show.
+func serve(app *fiber.App) func(adaptertest.Request) adaptertest.Response {
+	h := app.Handler()
+	var ctx fasthttp.RequestCtx
+	var req fasthttp.Request
+	return func(r adaptertest.Request) adaptertest.Response {
+		req.Reset()
+		req.Header.SetMethod("GET")
+		req.SetRequestURI(r.Path)
+		for i := 0; i+1 < len(r.Header); i += 2 {
+			req.Header.Add(r.Header[i], r.Header[i+1])
+		}
+		ctx.Init(&req, addr(r.RemoteAddr()), nil)
+		// Init keeps the last response and user values; a server reusing ctx resets them.
+		ctx.Response.Reset()
+		ctx.ResetUserValues()
+		h(&ctx)
+		resp := adaptertest.Response{Status: ctx.Response.StatusCode(), Header: http.Header{}, Body: string(ctx.Response.Body())}
+		ctx.Response.Header.VisitAll(func(k, v []byte) { resp.Header.Add(string(k), string(v)) })
+		return resp
+	}
+}
+
+// addr is the net.Addr a server would see: TCP for "host:port", else the raw text.
+func addr(s string) net.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return &net.TCPAddr{IP: ap.Addr().AsSlice(), Port: int(ap.Port()), Zone: ap.Addr().Zone()}
+	}
+	return rawAddr(s)
+}
+
+type rawAddr string
+
+func (a rawAddr) Network() string { return "unix" }
+func (a rawAddr) String() string  { return string(a) }
+
+// sendFiber is a Bench send function: one request in one RequestCtx, reused as a
+// keep-alive connection's would be.
+func sendFiber(app *fiber.App) func() int {
+	h := app.Handler()
+	var req fasthttp.Request
+	req.Header.SetMethod("GET")
+	req.SetRequestURI("/user/1")
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, addr(adaptertest.DefaultRemote), nil)
+	return func() int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+}

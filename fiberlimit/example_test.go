@@ -1,0 +1,55 @@
+package fiberlimit_test
+
+import (
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/fiberlimit"
+)
+
+func Example() {
+	app := fiber.New()
+	app.Get("/user/:id", fiberlimit.Limit(3, time.Minute, fresh()), func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	for i := 1; i <= 4; i++ {
+		resp, err := app.Test(httptest.NewRequest("GET", fmt.Sprintf("/user/%d", i), nil), -1)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%d RateLimit: %s Retry-After: %q\n", resp.StatusCode, resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"))
+	}
+	// Output:
+	// 200 RateLimit: "3/1m";r=2;t=60 Retry-After: ""
+	// 200 RateLimit: "3/1m";r=1;t=60 Retry-After: ""
+	// 200 RateLimit: "3/1m";r=0;t=60 Retry-After: ""
+	// 429 RateLimit: "3/1m";r=0;t=60 Retry-After: "60"
+}
+
+func ExampleDenyWith() {
+	app := fiber.New()
+	limit := fiberlimit.Limit(1, time.Minute, fresh(), fiberlimit.DenyWith(func(c *fiber.Ctx, d core.Decision) error {
+		return c.Status(fiber.StatusTooManyRequests).JSON(fiber.Map{"error": "rate limited", "retry_in_seconds": d.RetryAfter.Round(time.Second).Seconds()})
+	}))
+	app.Get("/search", limit, func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	for range 2 {
+		resp, err := app.Test(httptest.NewRequest("GET", "/search", nil), -1)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Println(resp.StatusCode, string(body))
+	}
+	// Output:
+	// 200 ok
+	// 429 {"error":"rate limited","retry_in_seconds":60}
+}
+
+// fresh gives each example a store of its own, so that it starts empty every time it runs;
+// applications normally share the process-wide default store.
+func fresh() core.Option { return core.WithStore(core.NewMemoryStore()) }

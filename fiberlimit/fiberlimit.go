@@ -1,0 +1,158 @@
+// Package fiberlimit limits requests to Fiber v2 routes, per route, with reqlimit's strict
+// sliding window:
+//
+//	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), handler)
+//
+// Requests are keyed by the connection's peer IP and the route template (c.Route().Path, so
+// /user/1 and /user/2 share /user/:id's bucket). When the application turned on
+// Config.EnableTrustedProxyCheck, the client IP is c.IP() (its ProxyHeader, believed only
+// from TrustedProxies). Refused requests get 429 with Retry-After; every response carries
+// the IETF RateLimit and RateLimit-Policy fields.
+//
+// # Mounting with app.Use
+//
+// Inside middleware mounted with app.Use (or group.Use), Fiber reports the Use prefix as
+// the route, not the route the request will reach, and offers no way to know that route
+// before running it. A limit mounted so therefore counts every route under the prefix in
+// one bucket per client: stricter, never looser, than a limit per route. Pass the limit to
+// each route (app.Get(path, limit, handler)) for a bucket per route.
+//
+// Fiber's strings point into buffers fasthttp reuses for the next request; the adapter
+// copies every string it hands on (headers for key functions, forwarded client IPs).
+package fiberlimit
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Limit returns a handler that admits at most count requests per period, in any interval
+// of that length, per client and route. Options from package core add rates, change the
+// store, the key, the headers and more. Bad arguments panic, naming the value and where the
+// limit was registered; use New to get an error instead.
+func Limit(count int, period time.Duration, opts ...core.Option) fiber.Handler {
+	return Middleware(core.MustLimiter("fiberlimit.Limit", count, period, opts...))
+}
+
+// New returns a handler enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
+// limits read from configuration. A bad policy or option is returned as an error.
+func New(policy string, opts ...core.Option) (fiber.Handler, error) {
+	l, err := core.ParseLimiter(policy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Middleware(l), nil
+}
+
+// Middleware returns a handler applying a limiter built with package core.
+func Middleware(l *core.Limiter) fiber.Handler {
+	deny, _ := l.Extension(denyKey{}).(DenyFunc)
+	frameworkIP := l.TrustsFrameworkIP()
+	return func(c *fiber.Ctx) error {
+		peer := peerIP(c.Context().RemoteAddr())
+		if frameworkIP || proxyCheck(c.App()) {
+			// Without EnableIPValidation, c.IP() is the proxy header as sent, whatever it
+			// holds: anything but one address falls back to the peer, so that garbage
+			// passed on by a trusted proxy cannot mint buckets.
+			if ip := c.IP(); isIP(ip) {
+				peer = utils.CopyString(ip) // from a proxy header, it aliases the request
+			}
+		}
+		in := core.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
+		if in.Route == "" {
+			in.Path = utils.CopyString(c.Path())
+		}
+		v := l.Check(c.UserContext(), in)
+		l.SetHeaders(header{c}, v)
+		if v.Allow {
+			return c.Next()
+		}
+		if deny != nil {
+			return deny(c, v.Decision)
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+		return c.Status(v.Status).SendString(l.DenyBody())
+	}
+}
+
+// peerIP returns the connection's peer address as core reads it. TCP peers, nearly all,
+// go through ipString; other kinds (unix sockets, test pipes) as their String says.
+func peerIP(a net.Addr) string {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return ipString(a.IP)
+	case nil:
+		return ""
+	}
+	return a.String()
+}
+
+// proxyCheck reports whether app has EnableTrustedProxyCheck on. App.Config copies the
+// whole Config, hundreds of bytes, so the answer is kept for the last app seen (a
+// middleware is nearly always mounted in one app, and its config is fixed once it serves).
+func proxyCheck(app *fiber.App) bool {
+	if t := lastApp.Load(); t != nil && t.app == app {
+		return t.check
+	}
+	t := &appTrust{app: app, check: app.Config().EnableTrustedProxyCheck}
+	lastApp.Store(t)
+	return t.check
+}
+
+type appTrust struct {
+	app   *fiber.App
+	check bool
+}
+
+var lastApp atomic.Pointer[appTrust]
+
+func isIP(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+// A DenyFunc writes the response to a refused request, or returns an error for the app's
+// ErrorHandler. Rate-limit fields and Retry-After are already set.
+type DenyFunc func(c *fiber.Ctx, d core.Decision) error
+
+type denyKey struct{}
+
+// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
+func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+
+// header sets response fields; one pointer, so boxing it allocates nothing. fasthttp copies
+// the values, so they may be transient.
+type header struct{ c *fiber.Ctx }
+
+func (h header) Set(name, value string) { h.c.Set(name, value) }
+
+// request is core.Request over *fiber.Ctx; one pointer, so boxing it allocates nothing.
+// Every string it returns is a copy: key functions and stores may keep them.
+type request struct{ c *fiber.Ctx }
+
+func (q request) Context() context.Context  { return q.c.UserContext() }
+func (q request) Method() string            { return utils.CopyString(q.c.Method()) }
+func (q request) Path() string              { return utils.CopyString(q.c.Path()) }
+func (q request) Route() string             { return q.c.Route().Path }
+func (q request) Header(name string) string { return utils.CopyString(q.c.Get(name)) }
+func (q request) RemoteAddr() string        { return q.c.Context().RemoteAddr().String() }
+
+// Value returns what an earlier handler stored with c.Locals(key, value).
+func (q request) Value(key any) any { return q.c.Locals(key) }
+
+func (q request) Headers(name string) []string {
+	raw := q.c.Request().Header.PeekAll(name)
+	out := make([]string, len(raw))
+	for i, b := range raw {
+		out[i] = string(b)
+	}
+	return out
+}

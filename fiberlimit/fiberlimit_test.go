@@ -1,0 +1,98 @@
+package fiberlimit_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/fiberlimit"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+)
+
+// keepingStore keeps every query's Scope and Key, as a store keyed by map[string] would:
+// if the adapter handed over strings into fasthttp's reused buffers, the kept ones would
+// change under it as later requests arrive.
+type keepingStore struct {
+	mu   sync.Mutex
+	kept [][2]string
+	core.Store
+}
+
+func (s *keepingStore) Decide(ctx context.Context, q core.Query) (core.Decision, error) {
+	s.mu.Lock()
+	s.kept = append(s.kept, [2]string{q.Scope, q.Key})
+	s.mu.Unlock()
+	return s.Store.Decide(ctx, q)
+}
+
+func TestKeptStringsAreCopies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   fiber.Config
+		opts  []core.Option
+		req   func(i int) adaptertest.Request
+		scope string
+		key   func(i int) string
+	}{
+		{
+			name: "header-key",
+			opts: []core.Option{core.WithKey(core.KeyByHeader("X-API-Token"))},
+			req: func(i int) adaptertest.Request {
+				return adaptertest.Request{Path: fmt.Sprintf("/k/%d", i), Header: adaptertest.H("X-API-Token", token(i))}
+			},
+			key: token,
+		},
+		{
+			name: "peer-ip",
+			req: func(i int) adaptertest.Request {
+				return adaptertest.Request{Path: fmt.Sprintf("/k/%d", i), Remote: fmt.Sprintf("198.51.100.%d:1", i)}
+			},
+			key: func(i int) string { return fmt.Sprintf("198.51.100.%d", i) },
+		},
+		{
+			name: "proxy-header-ip",
+			cfg:  fiber.Config{EnableTrustedProxyCheck: true, TrustedProxies: []string{"192.0.2.0/24"}, ProxyHeader: "X-Real-IP"},
+			req: func(i int) adaptertest.Request {
+				return adaptertest.Request{Path: fmt.Sprintf("/k/%d", i), Header: adaptertest.H("X-Real-IP", fmt.Sprintf("203.0.113.%d", i))}
+			},
+			key: func(i int) string { return fmt.Sprintf("203.0.113.%d", i) },
+		},
+		{
+			// Key functions reading the path get a copy too.
+			name: "path-key",
+			opts: []core.Option{core.WithKey(func(r core.Request) (string, error) { return r.Path(), nil })},
+			req:  func(i int) adaptertest.Request { return adaptertest.Request{Path: fmt.Sprintf("/k/%d%s", i, token(i))} },
+			key:  func(i int) string { return fmt.Sprintf("/k/%d%s", i, token(i)) },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &keepingStore{Store: core.NewMemoryStore()}
+			app := fiber.New(tc.cfg)
+			opts := append([]core.Option{core.WithStore(store)}, tc.opts...)
+			app.Get("/k/:id", fiberlimit.Limit(1000, time.Minute, opts...), func(c *fiber.Ctx) error { return c.SendString("ok") })
+			send := serve(app)
+			const n = 200
+			for i := range n {
+				if r := send(tc.req(i)); r.Status != 200 {
+					t.Fatalf("request %d: status %d", i, r.Status)
+				}
+			}
+			if len(store.kept) != n {
+				t.Fatalf("store saw %d queries, want %d", len(store.kept), n)
+			}
+			for i, k := range store.kept {
+				if k[0] != "/k/:id" || k[1] != tc.key(i) {
+					t.Fatalf("query %d kept scope %q key %q, want %q %q", i, k[0], k[1], "/k/:id", tc.key(i))
+				}
+			}
+		})
+	}
+}
+
+// token varies in length as well as content, so buffers are overwritten at every offset.
+func token(i int) string { return fmt.Sprintf("tok-%d-%s", i, "abcdefghij"[:i%11]) }

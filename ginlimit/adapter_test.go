@@ -1,0 +1,66 @@
+package ginlimit_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/ginlimit"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+)
+
+func init() { gin.SetMode(gin.TestMode) }
+
+var ad = adapter{adaptertest.Constructors[gin.HandlerFunc]{LimitFunc: ginlimit.Limit, NewFunc: ginlimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}
+
+type adapter struct {
+	adaptertest.Constructors[gin.HandlerFunc]
+}
+
+func (adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "ginlimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user"}
+}
+
+func (adapter) DenyWith(status int, body string) core.Option {
+	return ginlimit.DenyWith(func(c *gin.Context, d core.Decision) {
+		c.Header("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		c.String(status, "%s", body)
+	})
+}
+
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
+	r := gin.New()
+	var trust []core.Option
+	if len(app.TrustProxies) > 0 {
+		if err := r.SetTrustedProxies(app.TrustProxies); err != nil {
+			panic(err)
+		}
+		trust = append(trust, core.WithClientIPFromFramework())
+	}
+	if name := app.ValueFromHeader; name != "" {
+		r.Use(func(c *gin.Context) {
+			if v := c.GetHeader(name); v != "" {
+				c.Set("user", v)
+			}
+		})
+	}
+	for _, m := range a.MountAll(app.Use, trust...) {
+		r.Use(m)
+	}
+	for _, rt := range app.Routes {
+		r.GET(rt.Path, append(a.MountAll(rt.Limits, trust...), func(c *gin.Context) { c.String(200, "ok") })...)
+	}
+	return r
+}

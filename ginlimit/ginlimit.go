@@ -1,0 +1,89 @@
+// Package ginlimit limits requests to Gin routes, per route, with reqlimit's strict sliding
+// window:
+//
+//	r.GET("/user/test", ginlimit.Limit(3, time.Minute), handler)
+//
+// Requests are keyed by the connection's peer IP and the route template (c.FullPath(), so
+// /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
+// r.Use. Gin's c.ClientIP() is not used by default: until engine.SetTrustedProxies is called
+// Gin believes X-Forwarded-For from any client. After calling it, opt in with
+// core.WithClientIPFromFramework(); or let reqlimit read forwarded headers itself with
+// core.WithTrustedProxies. Refused requests get 429 with Retry-After; every response
+// carries the IETF RateLimit and RateLimit-Policy fields.
+package ginlimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Limit returns middleware that admits at most count requests per period, in any interval
+// of that length, per client and route. Options from package core add rates, change the
+// store, the key, the headers and more. Bad arguments panic, naming the value and where the
+// limit was registered; use New to get an error instead.
+func Limit(count int, period time.Duration, opts ...core.Option) gin.HandlerFunc {
+	return Middleware(core.MustLimiter("ginlimit.Limit", count, period, opts...))
+}
+
+// New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
+// limits read from configuration. A bad policy or option is returned as an error.
+func New(policy string, opts ...core.Option) (gin.HandlerFunc, error) {
+	l, err := core.ParseLimiter(policy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Middleware(l), nil
+}
+
+// Middleware returns middleware applying a limiter built with package core.
+func Middleware(l *core.Limiter) gin.HandlerFunc {
+	deny, _ := l.Extension(denyKey{}).(DenyFunc)
+	frameworkIP := l.TrustsFrameworkIP()
+	return func(c *gin.Context) {
+		// RemoteAddr rather than c.RemoteIP(): core parses every form of it the same way
+		// in every adapter, where RemoteIP turns an address without a port into "".
+		peer := c.Request.RemoteAddr
+		if frameworkIP {
+			peer = c.ClientIP()
+		}
+		v := l.Check(c.Request.Context(), core.Input{Route: c.FullPath(), Path: c.Request.URL.Path, Peer: peer, Request: request{c}})
+		l.SetHeaders(core.HeaderMap(c.Writer.Header()), v)
+		if v.Allow {
+			c.Next()
+			return
+		}
+		c.Abort()
+		if deny != nil {
+			deny(c, v.Decision)
+			return
+		}
+		c.String(v.Status, "%s", l.DenyBody())
+	}
+}
+
+// A DenyFunc writes the response to a refused request; the chain is already aborted.
+// Rate-limit fields and Retry-After are already set; the status is the DenyFunc's to write.
+type DenyFunc func(c *gin.Context, d core.Decision)
+
+type denyKey struct{}
+
+// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
+func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+
+// request is core.Request over *gin.Context; one pointer, so boxing it allocates nothing.
+type request struct{ c *gin.Context }
+
+func (q request) Context() context.Context     { return q.c.Request.Context() }
+func (q request) Method() string               { return q.c.Request.Method }
+func (q request) Path() string                 { return q.c.Request.URL.Path }
+func (q request) Route() string                { return q.c.FullPath() }
+func (q request) Header(name string) string    { return q.c.Request.Header.Get(name) }
+func (q request) Headers(name string) []string { return q.c.Request.Header.Values(name) }
+func (q request) RemoteAddr() string           { return q.c.Request.RemoteAddr }
+
+// Value returns what an earlier handler stored with c.Set(key, value).
+func (q request) Value(key any) any { v, _ := q.c.Get(key); return v }

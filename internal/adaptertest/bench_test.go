@@ -1,0 +1,34 @@
+package adaptertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// BenchmarkCoreCheck is the floor under every adapter's limited route: core's own work for
+// one admitted request (Check, then SetHeaders), with the same limit and client as Bench.
+// HeaderMap is what the net/http, Gin and Echo adapters pass.
+func BenchmarkCoreCheck(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		style core.HeaderStyle
+	}{{"headers-off", core.HeadersOff}, {"standard", core.HeadersStandard}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := core.MustLimiter("bench", 100, time.Microsecond, core.WithStore(core.NewMemoryStore()), core.WithHeaders(c.style))
+			in := core.Input{Route: "/user/:id", Path: "/user/1", Peer: DefaultRemote}
+			h := core.HeaderMap{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				v := l.Check(ctx, in)
+				l.SetHeaders(h, v)
+				if !v.Allow {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}

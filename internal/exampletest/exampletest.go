@@ -1,0 +1,59 @@
+// Package exampletest checks the example applications, which all declare the same limits:
+// GET /user/test 3 a minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a
+// minute per X-API-Token.
+package exampletest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// Send sends the application one GET request with header name, value pairs and returns
+// the status and the Retry-After field.
+type Send func(t *testing.T, path string, header ...string) (status int, retryAfter string)
+
+// HTTP returns a Send for a net/http handler (net/http, Gin, Echo), through httptest.
+func HTTP(h http.Handler) Send {
+	return func(_ *testing.T, path string, header ...string) (int, string) {
+		r := httptest.NewRequest("GET", path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Header().Get("Retry-After")
+	}
+}
+
+// Check drives a freshly built example application through its limits.
+func Check(t *testing.T, get Send) {
+	for i := 1; i <= 4; i++ {
+		code, retry := get(t, "/user/test")
+		if want := map[bool]int{true: 429, false: 200}[i == 4]; code != want {
+			t.Fatalf("/user/test request %d: status %d, want %d", i, code, want)
+		}
+		if i == 4 && retry == "" {
+			t.Fatal("the 429 has no Retry-After")
+		}
+	}
+	for i := 1; i <= 6; i++ {
+		if code, _ := get(t, "/search"); (code == 429) != (i == 6) {
+			t.Fatalf("/search request %d: status %d", i, code)
+		}
+	}
+	for i := 1; i <= 10; i++ {
+		if code, _ := get(t, "/api/data", "X-API-Token", "a"); code != 200 {
+			t.Fatalf("token a's request %d: status %d, want 200", i, code)
+		}
+	}
+	if code, _ := get(t, "/api/data", "X-API-Token", "a"); code != 429 {
+		t.Fatalf("token a's 11th request: status %d, want 429", code)
+	}
+	if code, _ := get(t, "/api/data", "X-API-Token", "b"); code != 200 {
+		t.Fatalf("token b: status %d, want 200", code)
+	}
+	if code, _ := get(t, "/api/data"); code != 200 {
+		t.Fatalf("no token (keyed by IP): status %d, want 200", code)
+	}
+}

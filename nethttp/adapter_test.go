@@ -1,0 +1,78 @@
+package nethttp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/nethttp"
+)
+
+var ad = adapter{adaptertest.Constructors[func(http.Handler) http.Handler]{LimitFunc: nethttp.Limit, NewFunc: nethttp.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}
+
+type adapter struct {
+	adaptertest.Constructors[func(http.Handler) http.Handler]
+}
+
+type valueKey struct{}
+
+var param = regexp.MustCompile(`:(\w+)`)
+
+func pattern(path string) string { return "GET " + param.ReplaceAllString(path, "{$1}") }
+
+func (adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}}
+}
+
+func (adapter) DenyWith(status int, body string) core.Option {
+	return nethttp.DenyWith(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
+		w.Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	})
+}
+
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
+	mux := http.NewServeMux()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	setValue := func(h http.Handler) http.Handler { return h }
+	if name := app.ValueFromHeader; name != "" {
+		setValue = func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if v := r.Header.Get(name); v != "" {
+					r = r.WithContext(context.WithValue(r.Context(), valueKey{}, v))
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+	}
+	for _, rt := range app.Routes {
+		var h http.Handler = ok
+		for i := len(rt.Limits) - 1; i >= 0; i-- {
+			h = a.Mount(rt.Limits[i])(h)
+		}
+		mux.Handle(pattern(rt.Path), setValue(h))
+	}
+	var h http.Handler = mux
+	for i := len(app.Use) - 1; i >= 0; i-- {
+		h = a.Mount(app.Use[i].WithOpts(nethttp.WithMux(mux)))(h)
+	}
+	if len(app.Use) > 0 {
+		h = setValue(h)
+	}
+	return h
+}
