@@ -22,6 +22,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/echolimit"
+	"github.com/reqlimit/reqlimit/fiberlimit"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
@@ -82,6 +84,20 @@ func peers() []peer {
 			},
 			fast:      spec{100, time.Nanosecond},
 			framework: "net/http",
+		},
+		{
+			name: "reqlimit `echolimit.Limit` (memory)", scheme: "exact sliding log",
+			newAllow: func(count int, period time.Duration) (allowFunc, error) {
+				return echoRoute(echolimit.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
+			},
+			fast: spec{100, time.Nanosecond}, framework: "Echo",
+		},
+		{
+			name: "reqlimit `fiberlimit.Limit` (memory)", scheme: "exact sliding log",
+			newAllow: func(count int, period time.Duration) (allowFunc, error) {
+				return fiberRoute(fiberlimit.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
+			},
+			fast: spec{100, time.Nanosecond}, framework: "Fiber",
 		},
 		{
 			name: "x/time/rate", scheme: "token bucket",

@@ -73,7 +73,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	}
 	w("Every limiter enforces **%d per %s** per client, configured as its documentation intends. ", limitN, per)
 	w("\"%d per %s\" promises at most %d requests in *any* interval of %s; a limiter breaks it when more get through. ", limitN, per, limitN, human(limitT))
-	w("Library peers are called through their Go API; middleware peers (httprate, Fiber, Echo, and reqlimit's `nethttp` adapter) receive in-process requests through their framework's own handler (no socket), keyed by the client IP. ")
+	w("Library peers are called through their Go API; middleware (httprate, Fiber's and Echo's limiters, and reqlimit's `nethttp`, `echolimit` and `fiberlimit` adapters) receive in-process requests through their framework's own handler (no socket), keyed by the client IP. ")
 	w("Redis peers use a `redis-server` this program starts on a free loopback port.\n\n")
 	w("How each column is measured:\n\n")
 	w("- **Most in any %s** (steady, flood, bursts): the largest number of admitted calls whose whole span, from just before the call to just after its answer, lies inside one interval of length %s. ", human(limitT), human(limitT))
@@ -227,15 +227,18 @@ func findings(rows []row) []string {
 	if len(starved) > 0 {
 		out = append(out, fmt.Sprintf("Under the flood, less than 90%% of the exact quota was admitted by %s.", strings.Join(starved, ", ")))
 	}
-	// Speed and memory against reqlimit's own figures, library against library and
-	// middleware against middleware, so that like is compared with like.
-	var ref, refMW *row
+	// Speed and memory against reqlimit's own figures, like against like: a library
+	// against Decide, a middleware against reqlimit's adapter for the same framework.
+	var ref *row
+	refMW := map[string]*row{}
 	for i := range rows {
+		r := &rows[i]
 		switch {
-		case strings.HasPrefix(rows[i].peer.name, "reqlimit `Decide` (memory)"):
-			ref = &rows[i]
-		case strings.HasPrefix(rows[i].peer.name, "reqlimit `nethttp"):
-			refMW = &rows[i]
+		case !strings.HasPrefix(r.peer.name, "reqlimit") || r.peer.redis:
+		case r.peer.framework != "":
+			refMW[r.peer.framework] = r
+		default:
+			ref = r
 		}
 	}
 	var faster, leaner []string
@@ -245,7 +248,7 @@ func findings(rows []row) []string {
 		}
 		base := ref
 		if r.peer.framework != "" {
-			base = refMW
+			base = refMW[r.peer.framework]
 		}
 		if base != nil && r.nsOp > 0 && base.nsOp > 0 && r.nsOp < base.nsOp {
 			faster = append(faster, fmt.Sprintf("%s (%.0f ns against %.0f)", r.peer.name, r.nsOp, base.nsOp))
@@ -255,7 +258,7 @@ func findings(rows []row) []string {
 		}
 	}
 	if len(faster) > 0 {
-		out = append(out, "Faster per decision than reqlimit (library against `Decide`, middleware against `nethttp`): "+strings.Join(faster, ", ")+".")
+		out = append(out, "Faster per decision than reqlimit (a library against `Decide`, a middleware against reqlimit's adapter for its framework): "+strings.Join(faster, ", ")+".")
 	}
 	if len(leaner) > 0 {
 		out = append(out, fmt.Sprintf("Less memory per key than reqlimit, whose exact log of %d grant times costs 8·(N+1) bytes plus its index: %s.", limitN, strings.Join(leaner, ", ")))
