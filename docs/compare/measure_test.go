@@ -110,7 +110,10 @@ func TestScenarioTellsStrictFromLoose(t *testing.T) {
 		}
 		return runSchedule(allow, benchKey, schedule, 2*time.Second).result(n, w)
 	}
-	if r := run("reqlimit `Decide` (memory)"); r.maxIn > n || r.util < 95 || r.util > 100 {
+	// The exact log replays call starts, while reqlimit decides a little later in each
+	// call, so under load a freed slot can go to a call the replay saw just before it
+	// freed: a few percent either way, never a count above n.
+	if r := run("reqlimit `Decide` (memory)"); r.maxIn > n || r.util < 95 || r.util > 105 {
 		t.Errorf("reqlimit: max %d in %v (limit %d), %.1f%% of exact; want at most %d and about 100%%", r.maxIn, w, n, r.util, n)
 	}
 	if r := run("x/time/rate"); r.maxIn <= n || r.util <= 100 {
