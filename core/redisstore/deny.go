@@ -1,0 +1,94 @@
+package redisstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+const (
+	denyShards = 16
+	// defaultDenyCap bounds the deny cache: a flood of distinct refused keys costs at most
+	// this many entries (about 100 bytes each), never unbounded memory.
+	defaultDenyCap = 1 << 16
+)
+
+// denyCache remembers refusals Redis gave for Enforce queries until the slot they wait for
+// is freed by time. It only ever refuses, and never past the moment Redis would admit, so
+// it cannot make a limit looser or stricter than Redis's answer, only cheaper.
+type denyCache struct {
+	shards   [denyShards]denyShard
+	perShard int
+}
+
+type denyShard struct {
+	mu sync.Mutex
+	m  map[[16]byte]denyEntry
+}
+
+type denyEntry struct {
+	since time.Time // local monotonic time the request was sent
+	until time.Time // since + the wait until admission
+	cost  int
+	d     core.Decision
+}
+
+func newDenyCache(capacity int) *denyCache {
+	c := &denyCache{perShard: max(1, capacity/denyShards)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[[16]byte]denyEntry)
+	}
+	return c
+}
+
+// get returns the cached refusal of key h for a request of this cost, aged to now.
+func (c *denyCache) get(h [16]byte, cost int, now time.Time) (core.Decision, bool) {
+	sh := &c.shards[h[0]%denyShards]
+	sh.mu.Lock()
+	e, ok := sh.m[h]
+	if ok && !now.Before(e.until) {
+		delete(sh.m, h)
+		ok = false
+	}
+	sh.mu.Unlock()
+	// A refusal for one cost says nothing exact about another: ask Redis.
+	if !ok || e.cost != cost {
+		return core.Decision{}, false
+	}
+	age := now.Sub(e.since)
+	d := e.d
+	d.RetryAfter = max(0, d.RetryAfter-age)
+	d.Reset = max(0, d.Reset-age)
+	d.FullReset = max(0, d.FullReset-age)
+	return d, true
+}
+
+// put records a refusal whose admission is wait away; when the shard is full it drops expired entries, then any one.
+func (c *denyCache) put(h [16]byte, cost int, since time.Time, wait time.Duration, d core.Decision) {
+	sh := &c.shards[h[0]%denyShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
+		for k, e := range sh.m {
+			if !since.Before(e.until) {
+				delete(sh.m, k)
+			}
+		}
+		for k := range sh.m {
+			if len(sh.m) < c.perShard {
+				break
+			}
+			delete(sh.m, k)
+		}
+	}
+	sh.m[h] = denyEntry{since: since, until: since.Add(wait), cost: cost, d: d}
+}
+
+// drop forgets key h's refusal.
+func (c *denyCache) drop(h [16]byte) {
+	sh := &c.shards[h[0]%denyShards]
+	sh.mu.Lock()
+	delete(sh.m, h)
+	sh.mu.Unlock()
+}

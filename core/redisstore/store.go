@@ -1,0 +1,344 @@
+// Package redisstore is a core.Store kept in Redis, so that every process enforcing a limit
+// shares it: strict sliding windows, decided and recorded by one Lua script in one round
+// trip, on the Redis server's clock.
+//
+// It works with any redis.UniversalClient: a single node, a Sentinel failover client or a
+// Cluster client. Each decision touches exactly one key, named prefix + "{" + hash + "}",
+// so a Cluster routes it by the hash alone, whatever the route or client key holds.
+// See docs/redis.md for the data layout, the script's steps and the measured costs.
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// DefaultPrefix starts every key the store writes unless WithPrefix says otherwise.
+const DefaultPrefix = "reqlimit:"
+
+// DefaultTimeout bounds each decision's round trip unless WithTimeout says otherwise. A rate
+// limiter sits in front of every request, so it must fail fast and let the caller's
+// fail-open, fail-closed or local-fallback policy decide.
+const DefaultTimeout = 100 * time.Millisecond
+
+//go:embed decide.lua
+var decideSrc string
+
+// decideScript is shared by every Store: its SHA-1 is computed once, in Go.
+var decideScript = redis.NewScript(decideSrc)
+
+// Store is a core.Store in Redis. Create it with New; it is safe for concurrent use and
+// holds no goroutine, so there is nothing to close (the client is the caller's).
+type Store struct {
+	client  redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	clock   core.Clock
+	deny    *denyCache
+	// guard runs each call in a goroutine so that the deadline holds even when the client
+	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
+	guard bool
+	// plans caches each policy's part of the script's arguments, keyed by the policy.
+	plans  sync.Map
+	nplans atomic.Int64
+}
+
+// An Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the text every key starts with (default DefaultPrefix), e.g. to share a
+// Redis database between applications. Braces are removed from it: the key's hash tag
+// must be the per-key hash, or a Cluster would put every key in one slot.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) {
+		s.prefix = strings.NewReplacer("{", "", "}", "").Replace(prefix)
+	}
+}
+
+// WithTimeout bounds each decision (default DefaultTimeout); d <= 0 means the default.
+// The caller's context deadline still applies when it is earlier.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// WithDenyCache turns the local deny cache on (the default) or off. While Redis has said a
+// key is refused for the next R, Enforce and Peek queries of the same cost are refused
+// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: only
+// time frees a slot, so the refusal and its wait are what Redis would give (for a cost
+// above 1, Remaining stays the value at the refusal). Penalty queries always go to Redis,
+// since each refusal must be recorded there. The cache holds at most 65,536 keys.
+func WithDenyCache(on bool) Option {
+	return func(s *Store) {
+		if on {
+			s.deny = newDenyCache(defaultDenyCap)
+		} else {
+			s.deny = nil
+		}
+	}
+}
+
+// WithClock makes the script use c's time instead of the Redis server's. It is FOR TESTS
+// AND SIMULATIONS ONLY: several processes with their own clocks would disagree about
+// windows, which is why the default reads the server's TIME. Keys written under a clock
+// get no expiry, since the clock's time is not the server's; use a throwaway database.
+func WithClock(c core.Clock) Option { return func(s *Store) { s.clock = c } }
+
+// New returns a Store that keeps its keys through client.
+func New(client redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{
+		client:  client,
+		prefix:  DefaultPrefix,
+		timeout: DefaultTimeout,
+		deny:    newDenyCache(defaultDenyCap),
+		guard:   !honorsContext(client),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// honorsContext reports whether the client applies context deadlines to its sockets.
+func honorsContext(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// Key returns the Redis key that holds the state of (policy, scope, key), for operators
+// and tests: prefix + "{" + 32 hex digits + "}". The digits are the first 16 bytes of the
+// SHA-256 of the length-prefixed policy text, scope and key, the same in every process.
+func (s *Store) Key(p *core.Policy, scope, key string) string {
+	h := hashOf(p, scope, key)
+	return s.keyName(h)
+}
+
+func (s *Store) keyName(h [16]byte) string {
+	var b strings.Builder
+	b.Grow(len(s.prefix) + 34)
+	b.WriteString(s.prefix)
+	b.WriteByte('{')
+	var hx [32]byte
+	hex.Encode(hx[:], h[:])
+	b.Write(hx[:])
+	b.WriteByte('}')
+	return b.String()
+}
+
+// hashOf names a bucket. Length prefixes keep ("/a", "b") and ("/ab", "") apart; SHA-256
+// rather than a seeded hash because every process must derive the same key.
+func hashOf(p *core.Policy, scope, key string) [16]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range [...]string{p.String(), scope, key} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		h.Write([]byte(f))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return [16]byte(sum[:16])
+}
+
+var errNilPolicy = errors.New("redisstore: query has no policy")
+
+// Decide implements core.Store. It fails, wrapping the cause and naming the key, when
+// Redis cannot answer within the timeout; the caller then applies its failure policy.
+func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error) {
+	p := q.Policy
+	if p == nil {
+		return core.Decision{}, errNilPolicy
+	}
+	cost := max(q.Cost, 1)
+	for i := range p.NumRates() {
+		if r := p.Rate(i); cost > r.Count {
+			return core.Decision{}, fmt.Errorf("redisstore: cost %d, rate %v: %w", cost, r, core.ErrCostTooHigh)
+		}
+	}
+	h := hashOf(p, q.Scope, q.Key)
+	useDeny := s.deny != nil && q.Mode != core.Penalty
+	start := s.now()
+	if useDeny {
+		if d, ok := s.deny.get(h, cost, start); ok {
+			return d, nil
+		}
+	}
+	key := s.keyName(h)
+	vals, err := s.run(ctx, key, s.args(p, cost, q.Mode))
+	if err != nil {
+		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
+	}
+	d, wait, err := decision(p, vals)
+	if err != nil {
+		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
+	}
+	if s.deny != nil && q.Mode != core.Peek {
+		// A refusal is cached from the moment the request left, so the local refusal ends
+		// no later than the server's would. A Penalty refusal is cached too: it reports
+		// the state after recording, which is what an Enforce query would meet next.
+		// Any admission on this key drops the entry.
+		if !d.Allowed && wait > 0 {
+			s.deny.put(h, cost, start, wait, d)
+		} else if d.Allowed {
+			s.deny.drop(h)
+		}
+	}
+	return d, nil
+}
+
+// run sends the script within the store's deadline.
+func (s *Store) run(ctx context.Context, key string, args []any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if !s.guard {
+		return s.eval(ctx, key, args)
+	}
+	type result struct {
+		v   []int64
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := s.eval(ctx, key, args)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// eval runs the script by its digest and sends its text when the server lacks it (after a
+// restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
+// that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
+func (s *Store) eval(ctx context.Context, key string, args []any) ([]int64, error) {
+	keys := []string{key}
+	cmd := decideScript.EvalSha(ctx, s.client, keys, args...)
+	if isNoScript(cmd.Err()) {
+		cmd = decideScript.Eval(ctx, s.client, keys, args...)
+	}
+	return cmd.Int64Slice()
+}
+
+func isNoScript(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, redis.ErrNoScript) {
+		return true
+	}
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	return strings.HasPrefix(msg, "NOSCRIPT")
+}
+
+// args builds the script's ARGV: packed little-endian int64s and their struct format.
+// Binary rather than decimal text because converting strings to numbers is one of the
+// dearest steps in Redis's Lua. The policy's part is built once per policy (see plan).
+func (s *Store) args(p *core.Policy, cost int, mode core.Mode) []any {
+	pl := s.plan(p)
+	b := make([]byte, 0, 40+len(pl.tail))
+	useTime, now, expire := int64(1), int64(0), int64(1)
+	if s.clock != nil {
+		// Keys under a test clock get no expiry: its time is not the server's.
+		useTime, now, expire = 0, s.clock.Now().UnixMicro(), 0
+	}
+	for _, x := range [...]int64{useTime, now, int64(cost), int64(mode), expire} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(x))
+	}
+	b = append(b, pl.tail...)
+	return []any{b, pl.format}
+}
+
+// A plan is a policy's part of the script's arguments.
+type plan struct {
+	tail   []byte // L, BoundedBuckets, the number of rates, then count, period, granule of each
+	format string // the struct format of all the arguments
+}
+
+// maxPlans bounds the per-policy cache; an application with more policies than this
+// (built on the fly, say) still works, it only packs the arguments each time.
+const maxPlans = 1024
+
+// plan returns p's plan, cached. Periods go in whole microseconds, rounded up: the server
+// clock counts microseconds, and a longer window can only be stricter.
+func (s *Store) plan(p *core.Policy) *plan {
+	if v, ok := s.plans.Load(p); ok {
+		return v.(*plan)
+	}
+	n := p.NumRates()
+	logLen := 0
+	for i := range n {
+		if r := p.Rate(i); r.Exact() {
+			logLen = max(logLen, r.Count)
+		}
+	}
+	vals := []int64{int64(logLen), core.BoundedBuckets, int64(n)}
+	for i := range n {
+		r := p.Rate(i)
+		us := micros(r.Period)
+		g := int64(0)
+		if !r.Exact() {
+			g = (us + core.BoundedBuckets - 1) / core.BoundedBuckets
+		}
+		vals = append(vals, int64(r.Count), us, g)
+	}
+	pl := &plan{format: "<" + strings.Repeat("i8", 5+len(vals))}
+	for _, x := range vals {
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
+	}
+	if s.nplans.Add(1) <= maxPlans {
+		s.plans.Store(p, pl)
+	}
+	return pl
+}
+
+// now is the deny cache's clock: the local monotonic clock, or the test clock if given.
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock.Now()
+	}
+	return time.Now()
+}
+
+func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
+
+// decision reads the script's reply: the decision and, for a refusal, the true wait until
+// admission (see the deny cache).
+func decision(p *core.Policy, v []int64) (core.Decision, time.Duration, error) {
+	if len(v) != 7 || v[1] < 0 || int(v[1]) >= p.NumRates() {
+		return core.Decision{}, 0, fmt.Errorf("unexpected script reply %v", v)
+	}
+	r := p.Rate(int(v[1]))
+	return core.Decision{
+		Allowed:    v[0] == 1,
+		Rate:       int(v[1]),
+		Limit:      r.Count,
+		Window:     r.Period,
+		Remaining:  int(v[2]),
+		RetryAfter: time.Duration(v[3]) * time.Microsecond,
+		Reset:      time.Duration(v[4]) * time.Microsecond,
+		FullReset:  time.Duration(v[5]) * time.Microsecond,
+	}, time.Duration(v[6]) * time.Microsecond, nil
+}

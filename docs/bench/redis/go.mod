@@ -1,0 +1,17 @@
+module github.com/reqlimit/reqlimit/docs/bench/redis
+
+go 1.26.8
+
+replace github.com/reqlimit/reqlimit => ../../..
+
+require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/reqlimit/reqlimit v0.0.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
