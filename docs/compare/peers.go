@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/echolimit"
 	"github.com/reqlimit/reqlimit/fiberlimit"
 	"github.com/reqlimit/reqlimit/nethttp"
@@ -139,6 +140,16 @@ func peers() []peer {
 			},
 			fast:      unlimited,
 			framework: "Echo",
+		},
+		{
+			name: "reqlimit `Decide` (Redis)", scheme: "exact sliding log", redis: true,
+			newAllow: reqlimitDecide(func() (core.Store, error) {
+				if rdb == nil {
+					return nil, errNoRedis
+				}
+				return redisstore.New(rdb, redisstore.WithPrefix(redisPrefix())), nil
+			}),
+			fast: spec{100, time.Nanosecond},
 		},
 		{
 			name: "ulule/limiter (Redis)", scheme: "fixed window", redis: true,

@@ -82,7 +82,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	w("*Flood*: %d goroutines calling back to back for %s. ", cfg.floodWorkers, human(cfg.flood))
 	w("*Bursts*: one caller replaying a fixed plan (seed %d, about %s) of bursts of 50 to 250 requests after idle gaps of 0.1 to 1.2 s; every limiter gets the same plan.\n", cfg.seed, human(cfg.bursts))
 	w("- **Admitted vs exact**: what the limiter admitted, as a percentage of what an exact sliding log admits for the same arrival times, computed afterwards by a brute-force replay of the calls' start times. ")
-	w("100%% is every request that fits; below it, requests that fitted were refused (a limiter that counts refused calls collapses under a flood); above it, the limit was exceeded. ")
+	w("100%% is every request that fits; below it, requests that fitted were refused (a limiter that counts refused calls collapses under a flood); above it, the limit was exceeded. A limiter decides a little after its call starts, so an exact one can read a point either side of 100%%. ")
 	w("In the flood, each goroutine's arrivals are thinned to the first per %v (admitted ones are all kept), which can delay the exact log by no more than that.\n", floodGranule)
 	w("- **ns/decision**: one admitted decision on one key, serially, with `testing.Benchmark` (best of %d runs of %s), with limits that never run out but take the same code path (reqlimit: 100 per ns, so that its exact form is measured; the others: 2³⁰ per hour). ", cfg.benchRounds, cfg.benchtime)
 	w("For middleware it is the route's time with the limiter minus the bare route's (marked †): a decision there includes the middleware's own work, such as headers.\n")
