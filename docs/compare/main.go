@@ -1,0 +1,242 @@
+// Command compare measures reqlimit beside its peers, all enforcing "100 per second", and
+// writes a Markdown table and an SVG chart:
+//
+//	cd docs/compare && go run . -out ../comparison.md -svg ../comparison.svg
+//
+// It is a separate module so that reqlimit's users never download the peers. See
+// README.md in this folder for what each number means.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The policy every limiter enforces, unless a measurement says otherwise.
+const (
+	limitN = 100
+	limitT = time.Second
+)
+
+// settings are the run's sizes; -quick shrinks them for development.
+type settings struct {
+	steadyGap, steady time.Duration // one caller, one arrival per steadyGap
+	floodWorkers      int
+	flood             time.Duration
+	floodMaxCalls     int // per worker: bounds the loop by count as well as by time
+	bursts            time.Duration
+	benchtime         string
+	benchRounds       int
+	memKeys           int
+	seed              uint64
+}
+
+var full = settings{
+	steadyGap: 8 * time.Millisecond, steady: 5 * time.Second,
+	floodWorkers: 8, flood: 3 * time.Second, floodMaxCalls: 20_000_000,
+	bursts:    5 * time.Second,
+	benchtime: "300ms", benchRounds: 3,
+	memKeys: 20_000,
+	seed:    1,
+}
+
+// quick keeps every scenario longer than T, or it could not see a window's edge.
+func quickSettings() settings {
+	q := full
+	q.steady, q.flood, q.bursts = 2500*time.Millisecond, 1500*time.Millisecond, 2500*time.Millisecond
+	q.benchtime, q.benchRounds = "50ms", 1
+	q.memKeys = 2_000
+	return q
+}
+
+func main() {
+	if err := run(); err != nil {
+		fatal(err)
+	}
+}
+
+func run() error {
+	testing.Init() // testing.Benchmark reads -test.benchtime
+	out := flag.String("out", "", "write the Markdown table to this file (default: standard output)")
+	svg := flag.String("svg", "", "write the SVG chart to this file")
+	quickFlag := flag.Bool("quick", false, "short runs, for development (figures are rougher)")
+	useRedis := flag.Bool("redis", true, "measure the Redis-backed limiters (starts its own redis-server)")
+	redisBin := flag.String("redis-server", "redis-server", "the redis-server binary")
+	only := flag.String("only", "", "measure only the limiters whose name matches this regexp")
+	flag.Parse()
+
+	cfg := full
+	if *quickFlag {
+		cfg = quickSettings()
+	}
+	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
+		return err
+	}
+	var match *regexp.Regexp
+	if *only != "" {
+		var err error
+		if match, err = regexp.Compile(*only); err != nil {
+			return err
+		}
+	}
+
+	var list []peer
+	needRedis := false
+	for _, p := range peers() {
+		if (match != nil && !match.MatchString(p.name)) || (p.redis && !*useRedis) {
+			continue
+		}
+		list = append(list, p)
+		needRedis = needRedis || p.redis
+	}
+
+	var srv *redisServer
+	if needRedis {
+		bin, err := exec.LookPath(*redisBin)
+		if err != nil {
+			return fmt.Errorf("%v; install redis-server or pass -redis=false", err)
+		}
+		if srv, err = startRedis(bin); err != nil {
+			return err
+		}
+		rdb = srv.client
+		// An interrupted run must not leave its redis-server behind.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() { <-sig; srv.stop(); os.Exit(130) }()
+		defer srv.stop()
+	}
+
+	start := time.Now()
+	env := describeEnv(srv, cfg, *quickFlag, *useRedis)
+	rows := make([]row, 0, len(list))
+	bare := map[string]float64{}
+	for _, p := range list {
+		rows = append(rows, measure(p, cfg, srv, bare))
+	}
+	env.took = time.Since(start)
+	logf("all measured in %s", elapsed(start))
+
+	md := markdown(env, cfg, rows)
+	if *out == "" {
+		os.Stdout.WriteString(md)
+	} else if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	if *svg != "" {
+		if err := os.WriteFile(*svg, []byte(chart(rows)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A row is one limiter's figures.
+type row struct {
+	peer                  peer
+	steady, flood, bursts result
+	nsOp                  float64 // one admitted decision; for middleware, limited minus bare route
+	overhead              float64 // limited route time / bare route time; 0 for library peers
+	bytesPerKey           float64
+	notes                 []string // what failed, in words
+}
+
+func (r *row) note(what string, err error) {
+	r.notes = append(r.notes, fmt.Sprintf("%s: %v", what, err))
+	logf("  %s: %v", what, err)
+}
+
+// measure runs every measurement on p, each on a fresh instance so none sees another's
+// state. bare caches each framework's bare-route time.
+func measure(p peer, cfg settings, srv *redisServer, bare map[string]float64) row {
+	r := row{peer: p}
+	logf("%s", p.name)
+	scenarios := []struct {
+		name string
+		dst  *result
+		run  func(allowFunc) *trace
+	}{
+		{"steady", &r.steady, func(a allowFunc) *trace {
+			return runSchedule(a, benchKey, steadySchedule(cfg.steadyGap, cfg.steady), cfg.steady+2*time.Second)
+		}},
+		{"flood", &r.flood, func(a allowFunc) *trace {
+			return flood(a, benchKey, cfg.floodWorkers, cfg.flood, cfg.floodMaxCalls)
+		}},
+		{"bursts", &r.bursts, func(a allowFunc) *trace {
+			return runSchedule(a, benchKey, burstSchedule(cfg.seed, cfg.bursts), cfg.bursts+2*time.Second)
+		}},
+	}
+	for _, sc := range scenarios {
+		t0 := time.Now()
+		allow, err := p.newAllow(limitN, limitT)
+		if err != nil {
+			r.note(sc.name, err)
+			continue
+		}
+		*sc.dst = sc.run(allow).result(limitN, limitT)
+		if sc.dst.errs > 0 {
+			r.note(sc.name, fmt.Errorf("%d of %d calls failed, first: %v", sc.dst.errs, sc.dst.calls, sc.dst.firstErr))
+		}
+		logf("  %-6s max %3d in %v, admitted %d of exact %d (%.1f%%), %d calls, %s",
+			sc.name, sc.dst.maxIn, limitT, sc.dst.admitted, sc.dst.exact, sc.dst.util, sc.dst.calls, elapsed(t0))
+	}
+
+	t0 := time.Now()
+	if fast, err := p.newAllow(p.fast.count, p.fast.period); err != nil {
+		r.note("speed", err)
+	} else if ns, err := nsPerOp(fast, cfg.benchRounds); err != nil {
+		r.note("speed", err)
+	} else {
+		r.nsOp = ns
+		if p.framework != "" {
+			b, ok := bare[p.framework]
+			if !ok {
+				if b, err = nsPerOp(bareRoutes[p.framework](), cfg.benchRounds); err != nil {
+					r.note("bare route", err)
+				}
+				bare[p.framework] = b
+			}
+			if b > 0 {
+				r.overhead = ns / b
+				r.nsOp = ns - b
+			}
+		}
+		logf("  speed  %.0f ns/decision, middleware ×%.2f (0: not middleware), %s", r.nsOp, r.overhead, elapsed(t0))
+	}
+
+	// A minute's window, so that no limiter's expiry or sweeping drops keys while they
+	// are counted; the state per key is the same as for a second.
+	t0 = time.Now()
+	keys := memKeys(cfg.memKeys)
+	if allow, err := p.newAllow(limitN, time.Minute); err != nil {
+		r.note("memory", err)
+	} else {
+		var per float64
+		if p.redis {
+			per, err = redisPerKey(srv, allow, keys)
+		} else {
+			per, err = heapPerKey(allow, keys)
+		}
+		if err != nil {
+			r.note("memory", err)
+		} else {
+			r.bytesPerKey = per
+			logf("  memory %.0f B/key, %s", per, elapsed(t0))
+		}
+	}
+	return r
+}
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "compare:", err)
+	os.Exit(1)
+}
