@@ -1,6 +1,7 @@
 -- reqlimit: the decision for a policy of ONE exact rate N/T (the common case), the same
 -- answers as decide.lua and core.Policy.Apply (applySingle) in straight-line code: no
--- tables, no closures, one read and at most one write (see docs/redis.md, "Speed").
+-- tables, no closures, one read; the write is one SET while the ring grows, SETRANGE and
+-- PEXPIRE once it is full (see docs/redis.md, "Speed").
 --
 -- KEYS[1]  the key's state, decide.lua's layout without bounded rates:
 --            [I2 w] then a ring of up to N grant times, i7 microseconds each.
