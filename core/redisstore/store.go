@@ -37,8 +37,15 @@ const DefaultTimeout = 100 * time.Millisecond
 //go:embed decide.lua
 var decideSrc string
 
-// decideScript is shared by every Store: its SHA-1 is computed once, in Go.
-var decideScript = redis.NewScript(decideSrc)
+//go:embed exact1.lua
+var exact1Src string
+
+// The scripts are shared by every Store: their SHA-1s are computed once, in Go.
+// exact1Script serves the policies of one exact rate, decideScript every other.
+var (
+	decideScript = redis.NewScript(decideSrc)
+	exact1Script = redis.NewScript(exact1Src)
+)
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use and
 // holds no goroutine, so there is nothing to close (the client is the caller's).
@@ -184,7 +191,8 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		}
 	}
 	key := s.keyName(h)
-	vals, err := s.run(ctx, key, s.args(p, cost, q.Mode))
+	pl := s.plan(p)
+	vals, err := s.run(ctx, pl.script, key, s.args(pl, cost, q.Mode))
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
@@ -207,11 +215,11 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 }
 
 // run sends the script within the store's deadline.
-func (s *Store) run(ctx context.Context, key string, args []any) ([]int64, error) {
+func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if !s.guard {
-		return s.eval(ctx, key, args)
+		return s.eval(ctx, script, key, args)
 	}
 	type result struct {
 		v   []int64
@@ -219,7 +227,7 @@ func (s *Store) run(ctx context.Context, key string, args []any) ([]int64, error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		v, err := s.eval(ctx, key, args)
+		v, err := s.eval(ctx, script, key, args)
 		ch <- result{v, err}
 	}()
 	select {
@@ -233,11 +241,11 @@ func (s *Store) run(ctx context.Context, key string, args []any) ([]int64, error
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
-func (s *Store) eval(ctx context.Context, key string, args []any) ([]int64, error) {
+func (s *Store) eval(ctx context.Context, script *redis.Script, key string, args []any) ([]int64, error) {
 	keys := []string{key}
-	cmd := decideScript.EvalSha(ctx, s.client, keys, args...)
+	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
-		cmd = decideScript.Eval(ctx, s.client, keys, args...)
+		cmd = script.Eval(ctx, s.client, keys, args...)
 	}
 	return cmd.Int64Slice()
 }
@@ -253,28 +261,39 @@ func isNoScript(err error) bool {
 	return strings.HasPrefix(msg, "NOSCRIPT")
 }
 
-// args builds the script's ARGV: packed little-endian int64s and their struct format.
-// Binary rather than decimal text because converting strings to numbers is one of the
-// dearest steps in Redis's Lua. The policy's part is built once per policy (see plan).
-func (s *Store) args(p *core.Policy, cost int, mode core.Mode) []any {
-	pl := s.plan(p)
-	b := make([]byte, 0, 40+len(pl.tail))
-	useTime, now, expire := int64(1), int64(0), int64(1)
+// args builds the script's ARGV: packed little-endian int64s (and, for decide.lua, their
+// struct format). Binary rather than decimal text because converting strings to numbers is
+// one of the dearest steps in Redis's Lua. The policy's part is built once per policy
+// (see plan).
+func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
+	b := make([]byte, 40+len(pl.tail))
+	useTime, now, expire := int64(1), int64(0), pl.expire
 	if s.clock != nil {
 		// Keys under a test clock get no expiry: its time is not the server's.
 		useTime, now, expire = 0, s.clock.Now().UnixMicro(), 0
 	}
-	for _, x := range [...]int64{useTime, now, int64(cost), int64(mode), expire} {
-		b = binary.LittleEndian.AppendUint64(b, uint64(x))
+	binary.LittleEndian.PutUint64(b[0:], uint64(useTime))
+	binary.LittleEndian.PutUint64(b[8:], uint64(now))
+	binary.LittleEndian.PutUint64(b[16:], uint64(cost))
+	binary.LittleEndian.PutUint64(b[24:], uint64(mode))
+	binary.LittleEndian.PutUint64(b[32:], uint64(expire))
+	copy(b[40:], pl.tail)
+	if pl.format == "" {
+		return []any{b}
 	}
-	b = append(b, pl.tail...)
 	return []any{b, pl.format}
 }
 
-// A plan is a policy's part of the script's arguments.
+// A plan is a policy's part of the script's arguments, and the script that decides it.
 type plan struct {
-	tail   []byte // L, BoundedBuckets, the number of rates, then count, period, granule of each
-	format string // the struct format of all the arguments
+	script *redis.Script
+	// expire is the fifth argument: for decide.lua 1 (set the expiry); for exact1.lua the
+	// expiry after a grant in milliseconds, the period rounded up.
+	expire int64
+	// tail: for decide.lua L, BoundedBuckets, the number of rates, then count, period,
+	// granule of each; for exact1.lua the count and the period.
+	tail   []byte
+	format string // decide.lua's struct format of all the arguments; empty for exact1.lua
 }
 
 // maxPlans bounds the per-policy cache; an application with more policies than this
@@ -288,6 +307,15 @@ func (s *Store) plan(p *core.Policy) *plan {
 		return v.(*plan)
 	}
 	n := p.NumRates()
+	if r := p.Rate(0); n == 1 && r.Exact() {
+		// One exact rate: the lean script. Its expiry after a grant is FullReset, which is
+		// then the period (the newest grant is now), in milliseconds rounded up.
+		us := micros(r.Period)
+		pl := &plan{script: exact1Script, expire: max(1, (us+999)/1000)}
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(us))
+		return s.keep(p, pl)
+	}
 	logLen := 0
 	for i := range n {
 		if r := p.Rate(i); r.Exact() {
@@ -304,10 +332,15 @@ func (s *Store) plan(p *core.Policy) *plan {
 		}
 		vals = append(vals, int64(r.Count), us, g)
 	}
-	pl := &plan{format: "<" + strings.Repeat("i8", 5+len(vals))}
+	pl := &plan{script: decideScript, expire: 1, format: "<" + strings.Repeat("i8", 5+len(vals))}
 	for _, x := range vals {
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
 	}
+	return s.keep(p, pl)
+}
+
+// keep caches pl as p's plan while the cache has room.
+func (s *Store) keep(p *core.Policy, pl *plan) *plan {
 	if s.nplans.Add(1) <= maxPlans {
 		s.plans.Store(p, pl)
 	}

@@ -1,0 +1,145 @@
+-- reqlimit: the decision for a policy of ONE exact rate N/T (the common case), the same
+-- answers as decide.lua and core.Policy.Apply (applySingle) in straight-line code: no
+-- tables, no closures, one read; the write is one SET while the ring grows, SETRANGE and
+-- PEXPIRE once it is full (see docs/redis.md, "Speed").
+--
+-- KEYS[1]  the key's state, decide.lua's layout without bounded rates:
+--            [I2 w] then a ring of up to N grant times, i7 microseconds each.
+-- ARGV[1]  seven packed little-endian i8: use TIME (1) or the given now, now (microseconds),
+--          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), ttl (milliseconds,
+--          the expiry after a grant, T rounded up; 0 = none), N, T (microseconds).
+-- Returns  {allowed (0/1), 0, remaining, retry, reset, full reset, wait} (microseconds).
+local useTime, now, cost, mode, ttl, N, T = struct.unpack('<i8i8i8i8i8i8i8', ARGV[1])
+if useTime == 1 then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+end
+local key = KEYS[1]
+local NEVER = -9007199254740992
+
+-- Read; anything malformed (a foreign value under our key) reads as empty.
+local s = redis.call('GET', key)
+local w, n = 0, 0
+if s then
+  local len = #s
+  if len >= 2 and (len - 2) % 7 == 0 and len <= 2 + 7 * N then
+    local n0 = (len - 2) / 7
+    local w0 = struct.unpack('<I2', s)
+    if (n0 < N and w0 == n0) or (n0 == N and w0 < N) then
+      w, n = w0, n0
+    else
+      s = ''
+    end
+  else
+    s = ''
+  end
+else
+  s = ''
+end
+
+-- Time never runs backwards for a key: clamp to the newest grant.
+if n > 0 then
+  local i = w - 1
+  if i < 0 then i = i + N end
+  local newest = struct.unpack('<i7', s, 3 + i * 7)
+  if now < newest then now = newest end
+end
+
+-- Decide: the (N-cost+1)-th most recent grant must be at least T old.
+local cutoff = now - T
+local allowed = true
+do
+  local i = w - (N - cost + 1)
+  if i < 0 then i = i + N end
+  if i < n and struct.unpack('<i7', s, 3 + i * 7) > cutoff then allowed = false end
+end
+
+-- Record: cost entries at now from slot w. While the ring grows, the whole value with one
+-- SET ... PX (it is short then); once it is full, the changed bytes with SETRANGE and the
+-- expiry with PEXPIRE: building a long string in Lua and handing it to SET costs more
+-- than the two extra calls. Afterwards slots w0 .. w0+m-1 (mod N) hold now, and entries
+-- are read from s with them patched in.
+local w0, m = w, 0
+if mode == 1 or (allowed and mode == 0) then
+  local p = struct.pack('<i7', now)
+  if n == N then
+    m = cost
+    w = (w + cost) % N
+    redis.call('SETRANGE', key, 0, struct.pack('<I2', w))
+    local first = N - w0
+    if cost <= first then
+      redis.call('SETRANGE', key, 2 + w0 * 7, string.rep(p, cost))
+    else
+      redis.call('SETRANGE', key, 2 + w0 * 7, string.rep(p, first))
+      redis.call('SETRANGE', key, 2, string.rep(p, cost - first))
+    end
+    if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  else
+    local first = N - w
+    if cost <= first then
+      s = string.sub(s, 3, 2 + w * 7) .. string.rep(p, cost) .. string.sub(s, 3 + (w + cost) * 7)
+    else -- the grant wraps round: the ring is full afterwards
+      local second = cost - first
+      s = string.rep(p, second) .. string.sub(s, 3 + second * 7, 2 + w * 7) .. string.rep(p, first)
+    end
+    n = #s / 7
+    w = (w + cost) % N
+    s = struct.pack('<I2', w) .. s
+    if ttl > 0 then
+      redis.call('SET', key, s, 'PX', ttl)
+    else
+      redis.call('SET', key, s)
+    end
+  end
+end
+
+-- Report, as core.Policy.report, on the state after recording: used is the number of
+-- grants after cutoff among the last N, by binary search (entries get older with k).
+-- An entry at slot i is now when (i - w0) mod N < m, else read from s.
+local used = 0
+if n > 0 then
+  local i = w - N
+  if i < 0 then i = i + N end
+  local d = i - w0
+  if d < 0 then d = d + N end
+  if i < n and (d < m or struct.unpack('<i7', s, 3 + i * 7) > cutoff) then
+    used = N
+  else
+    local lo, hi = 0, n
+    if hi > N - 1 then hi = N - 1 end
+    while lo < hi do
+      local mid = math.floor((lo + hi + 1) / 2)
+      i = w - mid
+      if i < 0 then i = i + N end
+      d = i - w0
+      if d < 0 then d = d + N end
+      if d < m or struct.unpack('<i7', s, 3 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
+    end
+    used = lo
+  end
+end
+local reset = 0
+if m > 0 then
+  reset = T -- the newest entry is now
+elseif used > 0 then
+  local i = w - 1
+  if i < 0 then i = i + N end
+  reset = struct.unpack('<i7', s, 3 + i * 7) + T - now
+end
+if allowed then
+  return {1, 0, N - used, 0, reset, reset, 0}
+end
+local retry = 0
+local i = w - (N - cost + 1)
+if i < 0 then i = i + N end
+if i < n then
+  local d = i - w0
+  if d < 0 then d = d + N end
+  if d < m then
+    retry = T
+  else
+    retry = struct.unpack('<i7', s, 3 + i * 7) + T - now
+    if retry < 0 then retry = 0 end
+  end
+end
+return {0, 0, N - used, retry, reset, reset, retry}
