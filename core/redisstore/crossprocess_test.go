@@ -44,7 +44,7 @@ func TestCrossProcessStrict(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range crossProcs {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+strings.Join([]string{standalone.addr(), prefix, strconv.FormatInt(startAt.UnixNano(), 10)}, ","))
+		cmd.Env = append(os.Environ(), childEnv+"="+strings.Join([]string{standalone.Addr(), prefix, strconv.FormatInt(startAt.UnixNano(), 10)}, ","))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
+	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
 // TestSentinel runs decisions through a Sentinel failover client, built as a
@@ -21,14 +22,14 @@ import (
 func TestSentinel(t *testing.T) {
 	needRedis(t)
 	master := ownServer(t)
-	port, err := freePort(false)
+	port, err := redistest.FreePort(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := "port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndir " + dir + "\n" +
-		"sentinel monitor rl 127.0.0.1 " + strconv.Itoa(master.port) + " 1\n"
+		"sentinel monitor rl 127.0.0.1 " + strconv.Itoa(master.Port) + " 1\n"
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestSentinel(t *testing.T) {
 	defer sc.Close()
 	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if a, err := sc.GetMasterAddrByName(ctx, "rl").Result(); err == nil && len(a) == 2 && a[1] == strconv.Itoa(master.port) {
+		if a, err := sc.GetMasterAddrByName(ctx, "rl").Result(); err == nil && len(a) == 2 && a[1] == strconv.Itoa(master.Port) {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("sentinel does not know the master: %v %v", a, err)

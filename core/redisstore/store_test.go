@@ -245,7 +245,7 @@ func TestServerDown(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	clients := map[string]*redis.Client{
 		"DefaultClient":         newClient(t, own),
-		"ContextTimeoutEnabled": redis.NewClient(&redis.Options{Addr: own.addr(), ContextTimeoutEnabled: true}),
+		"ContextTimeoutEnabled": redis.NewClient(&redis.Options{Addr: own.Addr(), ContextTimeoutEnabled: true}),
 	}
 	t.Cleanup(func() { clients["ContextTimeoutEnabled"].Close() })
 	for name, c := range clients {
@@ -266,12 +266,12 @@ func TestServerDown(t *testing.T) {
 			if _, err := s.Decide(ctx, q); err != nil {
 				t.Fatal(err)
 			}
-			own.signal(t, syscall.SIGSTOP)
+			signal(t, own, syscall.SIGSTOP)
 			failFast("server paused")
-			own.signal(t, syscall.SIGCONT)
-			own.stop()
+			signal(t, own, syscall.SIGCONT)
+			own.Stop()
 			failFast("server stopped")
-			if err := own.start(); err != nil {
+			if err := own.Start(); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(5 * time.Second)

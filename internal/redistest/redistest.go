@@ -51,8 +51,8 @@ type Server struct {
 // Addr returns "127.0.0.1:port".
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 
-// freePort finds a loopback port, and for cluster nodes also its bus port (+10000), free.
-func freePort(withBus bool) (int, error) {
+// FreePort finds a loopback port, and with withBus also its cluster bus port (+10000), free.
+func FreePort(withBus bool) (int, error) {
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -76,7 +76,7 @@ func freePort(withBus bool) (int, error) {
 
 // StartServer starts a node in a directory under dir, without persistence.
 func StartServer(dir string, clustered bool) (*Server, error) {
-	port, err := freePort(clustered)
+	port, err := FreePort(clustered)
 	if err != nil {
 		return nil, err
 	}
