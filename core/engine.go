@@ -225,30 +225,34 @@ func (p *Policy) longestExact() time.Duration {
 	return d
 }
 
-// back returns the ring index of the k-th most recent entry (k >= 1) of a ring of length
-// n whose next write goes to w.
+// back returns the ring index of the k-th most recent entry (1 <= k <= n) of a ring of
+// length n whose next write goes to w.
 func back(w, k, n int) int {
-	i := w - k
-	for i < 0 {
-		i += n
+	if i := w - k; i >= 0 {
+		return i
 	}
-	return i
+	return w - k + n
 }
 
-// usedInLog counts the grants after cutoff among the last n of the log, by binary search:
-// entries only get older as k grows.
+// usedInLog counts the grants after cutoff among the last n of the log. Entries only get
+// older as k grows, so it gallops from the newest (1, 2, 4, ...) and then bisects:
+// O(log used), and a client well under its limit, the common case, costs a step or two.
 func usedInLog(log []int64, w, n int, cutoff int64) int {
 	L := len(log)
 	if log[back(w, n, L)] > cutoff {
 		return n
 	}
-	lo, hi := 0, n-1 // the answer is in [lo, hi]
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
+	lo, hi := 0, 1 // entry lo is after cutoff (lo 0: none checked), entry hi is not
+	for hi < n && log[back(w, hi, L)] > cutoff {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, n)
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
 		if log[back(w, mid, L)] > cutoff {
 			lo = mid
 		} else {
-			hi = mid - 1
+			hi = mid
 		}
 	}
 	return lo
