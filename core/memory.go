@@ -5,12 +5,13 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
 
 // DefaultMaxKeys is the number of keys a MemoryStore holds unless told otherwise: about
-// 70 MB for a 3-per-minute policy (67 bytes a key, measured: see docs/performance.md).
+// 60 MB for a 3-per-minute policy (see docs/performance.md for measured bytes per key).
 const DefaultMaxKeys = 1 << 20
 
 // DefaultSweepInterval is how often a MemoryStore shard drops idle keys unless told otherwise.
@@ -18,45 +19,77 @@ const DefaultSweepInterval = time.Minute
 
 const shardCount = 64
 
-// MemoryStore is the in-process Store: exact, lock-sharded, allocation-free per decision for
-// keys it already holds, and bounded in size. Its zero value is not usable; call
-// NewMemoryStore. It runs no goroutine: idle keys are swept by the shard that holds them,
-// during later decisions, so there is nothing to close.
+// MemoryStore is the in-process Store: exact, allocation-free per decision for keys it
+// already holds, lock-free to find them, and bounded in size. Its zero value is not usable;
+// call NewMemoryStore. It runs no goroutine: idle keys are swept by the shard that holds
+// them, during later decisions, so there is nothing to close.
+//
+// Each policy (by text) has its own table of keys, split in shards. A key is found without
+// a lock and decided under its own; a shard's lock is taken only to add keys, to sweep and
+// to grow.
 //
 // # At the key cap
 //
-// When the store holds MaxKeys keys and a new key arrives, the shard first drops its idle
-// keys (which never changes a decision). If it is still full, the new key is decided in
-// the shared overflow bucket of its policy and scope: every newcomer that finds the store
-// full shares one quota there, so none of them can exceed its limit, and live keys are never
-// evicted to make room, so none of them can either. A flood of distinct clients therefore
-// costs memory up to the cap and then only throttles other newcomers.
+// When the store holds MaxKeys keys and a new key arrives, its shard first drops its idle
+// keys (which never changes a decision). If the store is still full, the new key is decided
+// in the shared overflow bucket of its policy and scope: every newcomer that finds the
+// store full shares one quota there, so none of them can exceed its limit, and live keys
+// are never evicted to make room, so none of them can either. A flood of distinct clients
+// therefore costs memory up to the cap and then only throttles other newcomers.
 type MemoryStore struct {
-	shards      [shardCount]shard
-	seedKey     maphash.Seed
-	seedScope   maphash.Seed
-	clock       Clock
-	epoch       time.Time
-	shardCap    int
-	sweepEvery  int64
-	maxKeysOpts int
+	seedKey    maphash.Seed
+	seedScope  maphash.Seed
+	clock      Clock
+	epoch      time.Time
+	maxKeys    int64
+	sweepEvery int64
+	keys       atomic.Int64 // keys held, overflow buckets included
+	fullSweep  atomic.Int64 // when a full store last swept every shard
+
+	mu     sync.Mutex
+	tables map[string]*keyTable // by policy text: equal policies share buckets
 }
 
-type shard struct {
-	mu        sync.Mutex
-	m         map[uint64]bucket
-	lastSweep int64
-	_         [40]byte // keeps neighbouring shards' locks off one cache line
+// A keyTable holds the keys of one policy.
+type keyTable struct {
+	store  *MemoryStore
+	policy *Policy
+	width  int // int64 slots per entry: hash, lock word, then the policy's state
+	shards [shardCount]tableShard
 }
 
-// A bucket is one key's state: its policy and the first of p.StateLen() int64 slots.
-// Keys are 64-bit seeded hashes of (policy, scope, key); two distinct keys share a bucket
-// with probability about n²/2⁶⁵ for n keys (3·10⁻⁸ at a million), and sharing only ever
-// makes a limit stricter.
-type bucket struct {
-	p *Policy
-	s *int64
+type tableShard struct {
+	mu        sync.Mutex // adds, sweeps and growth; finding a key takes no lock
+	slots     atomic.Pointer[slotArray]
+	used      int          // slots not nil: live entries and tombstones
+	live      int          // live entries
+	lastSweep atomic.Int64 // the time of the last sweep: new keys start no earlier
+	_         [32]byte     // keeps neighbouring shards' locks off one cache line
 }
+
+// A slotArray is an open-addressing table, linear probing, of entries. An entry is a
+// []int64 of keyTable.width, held by a pointer to its first slot:
+//
+//	[0] the key's 64-bit hash, never 0; 0 once the key is swept (read atomically)
+//	[1] a sync.Mutex (8 bytes, zero when unlocked) guarding the state
+//	[2:] the policy's state
+//
+// One allocation per key, and the hash, lock and state share a cache line for small rings.
+type slotArray struct {
+	mask  uint64
+	slots []atomic.Pointer[int64]
+}
+
+// The entry's slot 1 holds a sync.Mutex: this fails to compile if one ever stops fitting.
+var _ = [1]struct{}{}[unsafe.Sizeof(sync.Mutex{})-8]
+
+func entryLock(s []int64) *sync.Mutex { return (*sync.Mutex)(unsafe.Pointer(&s[1])) }
+
+// sweptHash marks a swept entry; live hashes are never 0 (see hash).
+const sweptHash = 0
+
+// tombstone marks a slot whose entry was swept, so that probes for other keys go on past it.
+var tombstone = new(int64)
 
 // A MemoryOption configures a MemoryStore.
 type MemoryOption func(*MemoryStore)
@@ -66,7 +99,7 @@ func WithClock(c Clock) MemoryOption { return func(m *MemoryStore) { m.clock = c
 
 // WithMaxKeys caps the number of keys held (default DefaultMaxKeys); n < 1 means the default.
 // See "At the key cap" in MemoryStore's documentation.
-func WithMaxKeys(n int) MemoryOption { return func(m *MemoryStore) { m.maxKeysOpts = n } }
+func WithMaxKeys(n int) MemoryOption { return func(m *MemoryStore) { m.maxKeys = int64(n) } }
 
 // WithSweepInterval sets how often each shard drops idle keys (default DefaultSweepInterval).
 func WithSweepInterval(d time.Duration) MemoryOption {
@@ -80,6 +113,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		seedScope:  maphash.MakeSeed(),
 		epoch:      time.Now(),
 		sweepEvery: int64(DefaultSweepInterval),
+		tables:     map[string]*keyTable{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -87,12 +121,8 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	if m.clock != nil {
 		m.epoch = m.clock.Now()
 	}
-	if m.maxKeysOpts < 1 {
-		m.maxKeysOpts = DefaultMaxKeys
-	}
-	m.shardCap = max(1, (m.maxKeysOpts+shardCount-1)/shardCount)
-	for i := range m.shards {
-		m.shards[i].m = make(map[uint64]bucket)
+	if m.maxKeys < 1 {
+		m.maxKeys = DefaultMaxKeys
 	}
 	return m
 }
@@ -106,8 +136,15 @@ func (m *MemoryStore) now() int64 {
 	return int64(time.Since(m.epoch))
 }
 
-func (m *MemoryStore) hash(p *Policy, scope, key string) uint64 {
-	return maphash.String(m.seedKey, key) ^ bits.RotateLeft64(maphash.String(m.seedScope, scope), 29) ^ p.salt
+// hash names a key within its policy's table. Keys are 64-bit seeded hashes: two distinct
+// keys of one policy share a bucket with probability about n²/2⁶⁵ for n keys (3·10⁻⁸ at a
+// million), and sharing only ever makes a limit stricter.
+func (m *MemoryStore) hash(scope, key string) uint64 {
+	h := maphash.String(m.seedKey, key) ^ bits.RotateLeft64(maphash.String(m.seedScope, scope), 29)
+	if h == sweptHash {
+		h = 1
+	}
+	return h
 }
 
 // Decide implements Store. It fails only for a nil policy or a cost above the limit.
@@ -123,79 +160,220 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (Decision, error) {
 	if p == nil {
 		return Decision{}, errNilPolicy
 	}
-	h := m.hash(p, q.Scope, q.Key)
-	sh := &m.shards[h>>(64-6)]
+	t := m.table(p)
+	h := m.hash(q.Scope, q.Key)
+	sh := &t.shards[h>>(64-6)]
+	for {
+		e := sh.find(h)
+		if e == nil {
+			e, now = sh.add(t, h, q.Scope, now)
+		}
+		s := unsafe.Slice(e, t.width)
+		mu := entryLock(s)
+		mu.Lock()
+		if atomic.LoadInt64(&s[0]) == sweptHash {
+			mu.Unlock()
+			continue // swept meanwhile: find or add it again
+		}
+		d, err := p.Apply(s[2:], now, q.Cost, q.Mode)
+		mu.Unlock()
+		if now-sh.lastSweep.Load() >= m.sweepEvery && sh.mu.TryLock() {
+			sh.sweep(t, now)
+			sh.mu.Unlock()
+		}
+		return d, err
+	}
+}
+
+// table returns the key table of p's text, remembered on p for the common case of one
+// store per policy.
+func (m *MemoryStore) table(p *Policy) *keyTable {
+	if memo := p.memo.Load(); memo != nil && memo.store == m {
+		return memo.table
+	}
+	m.mu.Lock()
+	t := m.tables[p.text]
+	if t == nil {
+		t = &keyTable{store: m, policy: p, width: 2 + p.stateLen}
+		for i := range t.shards {
+			t.shards[i].slots.Store(newSlotArray(8))
+		}
+		m.tables[p.text] = t
+	}
+	m.mu.Unlock()
+	p.memo.Store(&policyMemo{store: m, table: t})
+	return t
+}
+
+// policyMemo is the last store a policy was decided in, and its table there.
+type policyMemo struct {
+	store *MemoryStore
+	table *keyTable
+}
+
+func newSlotArray(n int) *slotArray {
+	return &slotArray{mask: uint64(n - 1), slots: make([]atomic.Pointer[int64], n)}
+}
+
+// find returns the entry of hash h, or nil; it takes no lock.
+func (sh *tableShard) find(h uint64) *int64 {
+	a := sh.slots.Load()
+	for i := h & a.mask; ; i = (i + 1) & a.mask {
+		e := a.slots[i].Load()
+		if e == nil {
+			return nil
+		}
+		if e != tombstone && uint64(atomic.LoadInt64(e)) == h {
+			return e
+		}
+	}
+}
+
+// add returns the entry of hash h, adding it if no other decision did first, or the
+// overflow entry when the store is full. A new key's time starts no earlier than the
+// shard's last sweep: a decision that read the clock before a sweep dropped a key must not
+// record a grant among times the dropped key still counted.
+func (sh *tableShard) add(t *keyTable, h uint64, scope string, now int64) (*int64, int64) {
 	sh.mu.Lock()
-	b, ok := sh.m[h]
-	switch {
-	case !ok:
-		b = sh.insert(m, h, p, q.Scope, now)
-	case b.p != p && b.p.text != p.text:
-		// A 64-bit hash collision with another policy's key: never overwrite a live key.
-		b = m.overflow(sh, p, q.Scope)
+	defer sh.mu.Unlock()
+	now = max(now, sh.lastSweep.Load())
+	if e := sh.find(h); e != nil {
+		return e, now
 	}
-	d, err := p.Apply(unsafe.Slice(b.s, p.stateLen), now, q.Cost, q.Mode)
-	if now-sh.lastSweep >= m.sweepEvery {
-		sh.sweep(now)
-	}
-	sh.mu.Unlock()
-	return d, err
-}
-
-// insert makes room for and adds a new key, or returns the overflow bucket when full.
-func (sh *shard) insert(m *MemoryStore, h uint64, p *Policy, scope string, now int64) bucket {
-	if len(sh.m) >= m.shardCap {
-		sh.sweep(now)
-		if len(sh.m) >= m.shardCap {
-			return m.overflow(sh, p, scope)
+	m := t.store
+	if m.keys.Load() >= m.maxKeys {
+		sh.sweep(t, now)
+		if m.keys.Load() >= m.maxKeys {
+			m.sweepOthers(sh, now)
+		}
+		if m.keys.Load() >= m.maxKeys {
+			h = m.hash(scope, "\x00reqlimit overflow\x00")
+			if e := sh.find(h); e != nil {
+				return e, now
+			}
 		}
 	}
-	b := bucket{p: p, s: &p.NewState()[0]}
-	sh.m[h] = b
-	return b
+	s := make([]int64, t.width)
+	s[0] = int64(h) // published by insert's atomic store
+	t.policy.ResetState(s[2:])
+	sh.insert(&s[0], h)
+	m.keys.Add(1)
+	return &s[0], now
 }
 
-// overflow returns the bucket newcomers share when the store is full. It lives in the same
-// shard map under a hash no ordinary key can produce on purpose, beyond the cap.
-func (m *MemoryStore) overflow(sh *shard, p *Policy, scope string) bucket {
-	h := m.hash(p, scope, "\x00reqlimit overflow\x00")
-	b, ok := sh.m[h]
-	if !ok {
-		b = bucket{p: p, s: &p.NewState()[0]}
-		sh.m[h] = b
+// insert puts a new entry in the table, growing it first if it is three-quarters full.
+func (sh *tableShard) insert(e *int64, h uint64) {
+	a := sh.slots.Load()
+	if (sh.used+1)*4 > len(a.slots)*3 {
+		a = sh.rebuild(max(8, 2*(sh.live+1)))
 	}
-	return b
-}
-
-// sweep drops the shard's idle keys.
-func (sh *shard) sweep(now int64) {
-	for h, b := range sh.m {
-		if b.p.Idle(unsafe.Slice(b.s, b.p.stateLen), now) {
-			delete(sh.m, h)
+	for i := h & a.mask; ; i = (i + 1) & a.mask {
+		old := a.slots[i].Load()
+		if old == nil || old == tombstone {
+			if old == nil {
+				sh.used++
+			}
+			sh.live++
+			a.slots[i].Store(e)
+			return
 		}
 	}
-	sh.lastSweep = now
+}
+
+// rebuild copies the live entries into a new table of at least n slots, dropping the
+// tombstones. Readers still on the old table find the same entries there.
+func (sh *tableShard) rebuild(n int) *slotArray {
+	n = 1 << bits.Len(uint(n-1))
+	old := sh.slots.Load()
+	a := newSlotArray(n)
+	for i := range old.slots {
+		e := old.slots[i].Load()
+		if e == nil || e == tombstone {
+			continue
+		}
+		for j := uint64(atomic.LoadInt64(e)) & a.mask; ; j = (j + 1) & a.mask {
+			if a.slots[j].Load() == nil {
+				a.slots[j].Store(e)
+				break
+			}
+		}
+	}
+	sh.used = sh.live
+	sh.slots.Store(a)
+	return a
+}
+
+// sweep drops the shard's idle keys; the caller holds sh.mu. A key being decided right now
+// is not idle and is skipped.
+func (sh *tableShard) sweep(t *keyTable, now int64) {
+	a := sh.slots.Load()
+	for i := range a.slots {
+		e := a.slots[i].Load()
+		if e == nil || e == tombstone {
+			continue
+		}
+		s := unsafe.Slice(e, t.width)
+		mu := entryLock(s)
+		if !mu.TryLock() {
+			continue // being decided: not idle
+		}
+		if t.policy.Idle(s[2:], now) {
+			atomic.StoreInt64(&s[0], sweptHash)
+			a.slots[i].Store(tombstone)
+			sh.live--
+			t.store.keys.Add(-1)
+		}
+		mu.Unlock()
+	}
+	if sh.used > 2*sh.live+8 {
+		sh.rebuild(max(8, 2*sh.live))
+	}
+	sh.lastSweep.Store(max(now, sh.lastSweep.Load()))
+}
+
+// fullSweepGap spaces out the store-wide sweeps of a full store, so that a flood of new
+// keys does not make every one of them pay for a scan of the whole store.
+const fullSweepGap = int64(100 * time.Millisecond)
+
+// sweepOthers sweeps every shard but the caller's, which it holds locked. Busy shards are
+// skipped rather than waited for: two full shards sweeping each other must not deadlock.
+func (m *MemoryStore) sweepOthers(own *tableShard, now int64) {
+	last := m.fullSweep.Load()
+	if now-last < fullSweepGap || !m.fullSweep.CompareAndSwap(last, now) {
+		return
+	}
+	for _, t := range m.tableList() {
+		for i := range t.shards {
+			if sh := &t.shards[i]; sh != own && sh.mu.TryLock() {
+				sh.sweep(t, now)
+				sh.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (m *MemoryStore) tableList() []*keyTable {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tables := make([]*keyTable, 0, len(m.tables))
+	for _, t := range m.tables {
+		tables = append(tables, t)
+	}
+	return tables
 }
 
 // Len returns the number of keys the store holds, idle ones not yet swept included.
-func (m *MemoryStore) Len() int {
-	n := 0
-	for i := range m.shards {
-		sh := &m.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
 // Sweep drops every idle key now, rather than waiting for the shards to do it.
 func (m *MemoryStore) Sweep() {
 	now := m.now()
-	for i := range m.shards {
-		sh := &m.shards[i]
-		sh.mu.Lock()
-		sh.sweep(now)
-		sh.mu.Unlock()
+	for _, t := range m.tableList() {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			sh.sweep(t, now)
+			sh.mu.Unlock()
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,8 @@ type Policy struct {
 	bounded  []int         // indexes into rates of the bounded ones
 	gran     []int64       // per rate: the bounded form's granule, 0 for exact rates
 	stateLen int
+
+	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
 }
 
 // policySeed makes policy salts differ between processes while equal texts match.
