@@ -142,7 +142,8 @@ func TestKeyLayout(t *testing.T) {
 	needRedis(t)
 	c := newClusterClient(t)
 	ctx := context.Background()
-	s := redisstore.New(c, roomy, redisstore.WithPrefix("app{x}:"))
+	fresh := freshPrefix(t)
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(fresh+"app{x}:"))
 	p := core.MustParsePolicy("1/1h")
 	masters := map[string]bool{}
 	slots := map[int64]bool{}
@@ -161,7 +162,7 @@ func TestKeyLayout(t *testing.T) {
 			k = strings.Repeat("{z}", 3500) + k
 		}
 		key := s.Key(p, "GET /u/{id}", k)
-		if !strings.HasPrefix(key, "appx:{") || len(key) != len("appx:")+34 {
+		if !strings.HasPrefix(key, fresh+"appx:{") || len(key) != len(fresh+"appx:")+34 {
 			t.Fatalf("key %q: want prefix appx: (braces removed) and a bounded length", key)
 		}
 		slot, err := c.ClusterKeySlot(ctx, key).Result()
@@ -321,7 +322,7 @@ func TestDenyCache(t *testing.T) {
 	const flood = 2000
 	calls := map[bool]int64{}
 	for _, on := range []bool{false, true} {
-		s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("deny-%v:", on)), redisstore.WithDenyCache(on))
+		s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("%sdeny-%v:", freshPrefix(t), on)), redisstore.WithDenyCache(on))
 		for range 5 {
 			if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
 				t.Fatalf("filling: %+v %v", d, err)
@@ -347,7 +348,7 @@ func TestDenyCache(t *testing.T) {
 	}
 
 	// Penalty queries are never answered locally: each refusal must be recorded.
-	s := redisstore.New(c, roomy, redisstore.WithPrefix("deny-penalty:"))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)+"deny-penalty:"))
 	pq := core.Query{Policy: p, Key: "k", Mode: core.Penalty}
 	for range 5 {
 		s.Decide(ctx, pq)
@@ -385,7 +386,7 @@ func TestMemoryUsage(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
 	c := newClient(t, standalone)
-	s := redisstore.New(c, roomy, redisstore.WithDenyCache(false))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 	for _, tc := range []struct {
 		policy string
 		max    int64

@@ -1,25 +1,33 @@
 package main
 
 import (
-	"net/http/httptest"
+	"net"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/reqlimit/reqlimit/internal/exampletest"
 )
 
 func TestLimits(t *testing.T) {
-	app := newApp()
-	// app.Test runs the app in-process, over an in-memory connection.
+	handler := newApp().Handler()
+	// In-process, through fasthttp's own request context: app.Test would report every
+	// client as 0.0.0.0, and the example's limits count per client address. A fresh
+	// address per run keeps go test -count=N from meeting the previous run's counts in the
+	// process-wide default store.
+	remote, err := net.ResolveTCPAddr("tcp", exampletest.NextRemote())
+	if err != nil {
+		t.Fatal(err)
+	}
 	exampletest.Check(t, func(t *testing.T, path string, header ...string) (int, string) {
-		r := httptest.NewRequest("GET", path, nil)
+		var req fasthttp.Request
+		req.SetRequestURI(path)
 		for i := 0; i+1 < len(header); i += 2 {
-			r.Header.Set(header[i], header[i+1])
+			req.Header.Set(header[i], header[i+1])
 		}
-		resp, err := app.Test(r, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Retry-After")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, remote, nil)
+		handler(&ctx)
+		return ctx.Response.StatusCode(), string(ctx.Response.Header.Peek("Retry-After"))
 	})
 }

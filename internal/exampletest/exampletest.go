@@ -4,19 +4,35 @@
 package exampletest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 )
+
+var clients atomic.Uint32
+
+// NextRemote returns a "host:port" remote address no earlier call returned, from the
+// 10.0.0.0/8 documentation-free test range (the address never reaches a network).
+func NextRemote() string {
+	n := clients.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d:4321", n>>16&255, n>>8&255, n&255)
+}
 
 // Send sends the application one GET request with header name, value pairs and returns
 // the status and the Retry-After field.
 type Send func(t *testing.T, path string, header ...string) (status int, retryAfter string)
 
-// HTTP returns a Send for a net/http handler (net/http, Gin, Echo), through httptest.
+// HTTP returns a Send for a net/http handler (net/http, Gin, Echo), through httptest. Each
+// Send function is a client of its own, with an address no other has used in this process:
+// the examples count in the process-wide default store, which outlives one test run
+// (go test -count=2).
 func HTTP(h http.Handler) Send {
+	remote := NextRemote()
 	return func(_ *testing.T, path string, header ...string) (int, string) {
 		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = remote
 		for i := 0; i+1 < len(header); i += 2 {
 			r.Header.Set(header[i], header[i+1])
 		}
@@ -42,15 +58,17 @@ func Check(t *testing.T, get Send) {
 			t.Fatalf("/search request %d: status %d", i, code)
 		}
 	}
+	// Tokens of this run only: the default store outlives it.
+	a, b := "token-a-"+NextRemote(), "token-b-"+NextRemote()
 	for i := 1; i <= 10; i++ {
-		if code, _ := get(t, "/api/data", "X-API-Token", "a"); code != 200 {
+		if code, _ := get(t, "/api/data", "X-API-Token", a); code != 200 {
 			t.Fatalf("token a's request %d: status %d, want 200", i, code)
 		}
 	}
-	if code, _ := get(t, "/api/data", "X-API-Token", "a"); code != 429 {
+	if code, _ := get(t, "/api/data", "X-API-Token", a); code != 429 {
 		t.Fatalf("token a's 11th request: status %d, want 429", code)
 	}
-	if code, _ := get(t, "/api/data", "X-API-Token", "b"); code != 200 {
+	if code, _ := get(t, "/api/data", "X-API-Token", b); code != 200 {
 		t.Fatalf("token b: status %d, want 200", code)
 	}
 	if code, _ := get(t, "/api/data"); code != 200 {
