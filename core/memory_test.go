@@ -149,3 +149,21 @@ func heapPerKey(p *core.Policy, n int) float64 {
 	runtime.KeepAlive(keys)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
+
+// TestStoreRunsNoGoroutine backs the promise that there is nothing to close: stores made,
+// used and swept leave the goroutine count where it was.
+func TestStoreRunsNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := core.MustPolicy(core.Per(2, time.Millisecond))
+	for i := range 50 {
+		s := core.NewMemoryStore(core.WithSweepInterval(0), core.WithMaxKeys(16))
+		for k := range 100 {
+			s.Decide(context.Background(), core.Query{Policy: p, Key: fmt.Sprint(i, "-", k)})
+		}
+		s.Sweep()
+	}
+	runtime.GC()
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before, %d after", before, after)
+	}
+}
