@@ -16,6 +16,7 @@ import (
 func TestExportedNamesAreDocumented(t *testing.T) {
 	root := root(t)
 	var missing []string
+	packageDocs := map[string]bool{} // directory: some file has a package comment
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -35,6 +36,8 @@ func TestExportedNamesAreDocumented(t *testing.T) {
 			t.Errorf("%s: %v", rel, err)
 			return nil
 		}
+		dir := filepath.Dir(rel)
+		packageDocs[dir] = packageDocs[dir] || f.Doc != nil
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
@@ -53,6 +56,11 @@ func TestExportedNamesAreDocumented(t *testing.T) {
 		}
 		return nil
 	})
+	for dir, ok := range packageDocs {
+		if !ok {
+			missing = append(missing, dir+": package comment")
+		}
+	}
 	if len(missing) > 0 {
 		t.Fatalf("exported names without a doc comment:\n%s", strings.Join(missing, "\n"))
 	}
