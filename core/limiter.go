@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
@@ -180,6 +181,9 @@ func (l *Limiter) Check(ctx context.Context, in Input) Verdict {
 		q.Cost = c.cost(in.Request)
 	}
 	d, err := l.store.Decide(ctx, q)
+	if errors.Is(err, ErrCostTooHigh) {
+		return l.tooCostly(ctx, q, err)
+	}
 	if err != nil {
 		return l.failed(ctx, q, err)
 	}
@@ -233,22 +237,42 @@ func (l *Limiter) key(in Input) string {
 	return fallbackKeyPrefix + ip
 }
 
+// tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it
+// could never be admitted, and admitting it uncounted would break the limit. The error
+// hook is told, since a cost function that returns more than the count is a bug.
+func (l *Limiter) tooCostly(ctx context.Context, q Query, err error) Verdict {
+	c := &l.cfg
+	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, q.Scope, err)
+	l.report(ctx, err)
+	v := Verdict{Allow: c.dryRun, Status: c.denyStatus, Err: err,
+		Decision: Decision{Limit: q.Policy.rates[0].Count, Window: q.Policy.rates[0].Period}}
+	if c.observer != nil {
+		c.observer(Event{Outcome: Errored, Route: q.Scope, Key: q.Key, Decision: v.Decision, Err: err, DryRun: c.dryRun})
+	}
+	return v
+}
+
+// report hands err to the error hook, or logs it at most once a second.
+func (l *Limiter) report(ctx context.Context, err error) {
+	if l.cfg.onError != nil {
+		l.cfg.onError(ctx, err)
+	} else if now := time.Now().Unix(); l.lastLog.Swap(now) != now {
+		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.String())
+	}
+}
+
 // failed applies the fail mode to a store error.
 func (l *Limiter) failed(ctx context.Context, q Query, err error) Verdict {
 	c := &l.cfg
 	err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, q.Scope, err)
-	if c.onError != nil {
-		c.onError(ctx, err)
-	} else if now := time.Now().Unix(); l.lastLog.Swap(now) != now {
-		slog.WarnContext(ctx, "rate limit store failed", "err", err, "fail_mode", c.failMode.String())
-	}
+	l.report(ctx, err)
 	v := Verdict{Allow: true, Err: err}
 	switch c.failMode {
 	case FailClosed:
 		v.Allow, v.Status = c.dryRun, c.failStatus
 		v.Decision = Decision{Limit: q.Policy.rates[0].Count, Window: q.Policy.rates[0].Period, RetryAfter: time.Second}
 	case FailLocal:
-		l.localOnce.Do(func() { l.local = NewMemoryStore(c.fallbackOpts...) })
+		l.localOnce.Do(func() { l.local = NewMemoryStore() })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allow, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
 		}

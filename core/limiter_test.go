@@ -67,3 +67,26 @@ func TestFailModes(t *testing.T) {
 		}
 	}
 }
+
+// Found in review: a cost above the limit is refused whatever the fail mode (it could never
+// fit, and admitting it uncounted would break the limit), and the error hook hears of it.
+func TestCostAboveLimitIsRefused(t *testing.T) {
+	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
+		hooked := 0
+		l, err := core.NewLimiter(2, time.Minute, core.WithStore(core.NewMemoryStore()), core.WithFailMode(mode),
+			core.WithCost(func(core.Request) int { return 5 }),
+			core.WithErrorHook(func(context.Context, error) { hooked++ }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			v := l.Check(context.Background(), core.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}})
+			if v.Allow || v.Status != 429 || !errors.Is(v.Err, core.ErrCostTooHigh) {
+				t.Fatalf("%v, request %d: %+v", mode, i, v)
+			}
+		}
+		if hooked != 10 {
+			t.Fatalf("%v: error hook called %d times, want 10", mode, hooked)
+		}
+	}
+}

@@ -30,12 +30,14 @@ const shardCount = 64
 //
 // # At the key cap
 //
-// When the store holds MaxKeys keys and a new key arrives, its shard first drops its idle
-// keys (which never changes a decision). If the store is still full, the new key is decided
-// in the shared overflow bucket of its policy and scope: every newcomer that finds the
-// store full shares one quota there, so none of them can exceed its limit, and live keys
-// are never evicted to make room, so none of them can either. A flood of distinct clients
-// therefore costs memory up to the cap and then only throttles other newcomers.
+// When the store holds MaxKeys keys and a new key arrives, the store first drops idle keys
+// (which never changes a decision). If it is still full, the new key is decided in its
+// policy's overflow bucket: every newcomer that finds the store full shares that one quota,
+// so none of them can exceed its limit, and live keys are never evicted to make room, so
+// none of them can either. When room returns, a new key starts from the overflow bucket's
+// history (its own grants there among them) until that bucket goes idle: stricter than
+// exact, never looser. A flood of distinct clients therefore costs memory up to the cap
+// plus one bucket per policy, and then only throttles other newcomers.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
@@ -56,6 +58,11 @@ type keyTable struct {
 	policy *Policy
 	width  int // int64 slots per entry: hash, lock word, then the policy's state
 	shards [shardCount]tableShard
+
+	// overflow is the one entry every newcomer shares while the store is full; made on
+	// first need, never swept, outside the shards and the key count.
+	overflowMu sync.Mutex
+	overflow   atomic.Pointer[int64]
 }
 
 type tableShard struct {
@@ -160,13 +167,16 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (Decision, error) {
 	if p == nil {
 		return Decision{}, errNilPolicy
 	}
+	if q.Cost > p.minCount {
+		return Decision{}, p.checkCost(q.Cost) // before any key is made for it
+	}
 	t := m.table(p)
 	h := m.hash(q.Scope, q.Key)
 	sh := &t.shards[h>>(64-6)]
 	for {
 		e := sh.find(h)
 		if e == nil {
-			e, now = sh.add(t, h, q.Scope, now)
+			e = sh.add(t, h, now)
 		}
 		s := unsafe.Slice(e, t.width)
 		mu := entryLock(s)
@@ -175,6 +185,9 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (Decision, error) {
 			mu.Unlock()
 			continue // swept meanwhile: find or add it again
 		}
+		// A decision whose clock reading predates a sweep happens after it: it must not
+		// record a grant among times a dropped key still counted.
+		now = max(now, sh.lastSweep.Load())
 		d, err := p.Apply(s[2:], now, q.Cost, q.Mode)
 		mu.Unlock()
 		if now-sh.lastSweep.Load() >= m.sweepEvery && sh.mu.TryLock() {
@@ -230,15 +243,12 @@ func (sh *tableShard) find(h uint64) *int64 {
 }
 
 // add returns the entry of hash h, adding it if no other decision did first, or the
-// overflow entry when the store is full. A new key's time starts no earlier than the
-// shard's last sweep: a decision that read the clock before a sweep dropped a key must not
-// record a grant among times the dropped key still counted.
-func (sh *tableShard) add(t *keyTable, h uint64, scope string, now int64) (*int64, int64) {
+// policy's overflow entry when the store is full.
+func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now = max(now, sh.lastSweep.Load())
 	if e := sh.find(h); e != nil {
-		return e, now
+		return e
 	}
 	m := t.store
 	if m.keys.Load() >= m.maxKeys {
@@ -247,18 +257,49 @@ func (sh *tableShard) add(t *keyTable, h uint64, scope string, now int64) (*int6
 			m.sweepOthers(sh, now)
 		}
 		if m.keys.Load() >= m.maxKeys {
-			h = m.hash(scope, "\x00reqlimit overflow\x00")
-			if e := sh.find(h); e != nil {
-				return e, now
-			}
+			return t.overflowEntry()
 		}
 	}
 	s := make([]int64, t.width)
 	s[0] = int64(h) // published by insert's atomic store
 	t.policy.ResetState(s[2:])
+	t.inheritOverflow(s)
 	sh.insert(&s[0], h)
 	m.keys.Add(1)
-	return &s[0], now
+	return &s[0]
+}
+
+// overflowEntry returns the policy's overflow entry, making it on first need. Its hash
+// slot holds 1, never the swept mark: it is never swept.
+func (t *keyTable) overflowEntry() *int64 {
+	if e := t.overflow.Load(); e != nil {
+		return e
+	}
+	t.overflowMu.Lock()
+	defer t.overflowMu.Unlock()
+	if e := t.overflow.Load(); e != nil {
+		return e
+	}
+	s := make([]int64, t.width)
+	s[0] = 1
+	t.policy.ResetState(s[2:])
+	t.overflow.Store(&s[0])
+	return &s[0]
+}
+
+// inheritOverflow starts a new key from the overflow bucket's history while that bucket
+// still counts grants: the newcomer may have been granted there while the store was full,
+// and forgetting that would let it exceed its limit. Lock order: shard, then entry.
+func (t *keyTable) inheritOverflow(s []int64) {
+	e := t.overflow.Load()
+	if e == nil {
+		return
+	}
+	o := unsafe.Slice(e, t.width)
+	mu := entryLock(o)
+	mu.Lock()
+	copy(s[2:], o[2:])
+	mu.Unlock()
 }
 
 // insert puts a new entry in the table, growing it first if it is three-quarters full.

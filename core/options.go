@@ -11,26 +11,25 @@ import (
 type Option func(*config) error
 
 type config struct {
-	store        Store
-	extraRates   []Rate
-	key          KeyFunc
-	scope        string
-	skip         func(Request) bool
-	cost         func(Request) int
-	mode         Mode
-	headers      HeaderStyle
-	failMode     FailMode
-	failStatus   int
-	onError      func(ctx context.Context, err error)
-	observer     func(Event)
-	dryRun       bool
-	trusted      []netip.Prefix
-	frameworkIP  bool
-	ipv6Bits     int
-	denyStatus   int
-	denyBody     string
-	extensions   map[any]any
-	fallbackOpts []MemoryOption
+	store       Store
+	extraRates  []Rate
+	key         KeyFunc
+	scope       string
+	skip        func(Request) bool
+	cost        func(Request) int
+	mode        Mode
+	headers     HeaderStyle
+	failMode    FailMode
+	failStatus  int
+	onError     func(ctx context.Context, err error)
+	observer    func(Event)
+	dryRun      bool
+	trusted     []netip.Prefix
+	frameworkIP bool
+	ipv6Bits    int
+	denyStatus  int
+	denyBody    string
+	extensions  map[any]any
 }
 
 // WithStore makes the limit keep its state in s instead of the process-wide default store.

@@ -26,6 +26,10 @@ const ExactMax = 256
 // sets the bounded form's worst-case delay (Period/BoundedBuckets, 1%) and its memory.
 const BoundedBuckets = 100
 
+// MaxPeriod is the longest period a rate may have, about 146 years: times plus a period
+// must never overflow int64 nanoseconds.
+const MaxPeriod = time.Duration(1 << 62)
+
 // Exact reports whether r is kept as an exact log of grant times (Count <= ExactMax).
 func (r Rate) Exact() bool { return r.Count <= ExactMax }
 
@@ -36,6 +40,9 @@ func (r Rate) validate() error {
 	}
 	if r.Period <= 0 {
 		return fmt.Errorf("period %v: %w", r.Period, ErrBadPeriod)
+	}
+	if r.Period > MaxPeriod {
+		return fmt.Errorf("period %v is longer than %v: %w", r.Period, MaxPeriod, ErrBadPeriod)
 	}
 	if !r.Exact() && r.Period < BoundedBuckets {
 		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, BoundedBuckets, r.Count, ErrBadPeriod)

@@ -1,0 +1,107 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Found in review: a key granted in the overflow bucket while the store was full must not
+// get a fresh quota when room returns and it gets an entry of its own.
+func TestOverflowGrantsFollowTheKey(t *testing.T) {
+	s := core.NewMemoryStore(core.WithMaxKeys(2), core.WithSweepInterval(1<<62))
+	p := core.MustPolicy(core.Per(1, 10*time.Second))
+	sec := int64(time.Second)
+	allowed := func(k string, now int64) bool {
+		d, err := s.DecideAt(core.Query{Policy: p, Key: k}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Allowed
+	}
+	allowed("A", 0)
+	allowed("C", 0) // full
+	if !allowed("B", 5*sec) {
+		t.Fatal("B was refused in the overflow bucket, which had room")
+	}
+	if allowed("B", 10*sec) { // A and C idle now: B gets an entry of its own
+		t.Fatal("B admitted twice within 10s under 1/10s: its overflow grant was forgotten")
+	}
+	if !allowed("B", 15*sec) {
+		t.Fatal("B refused once its overflow grant left the window")
+	}
+}
+
+// Found in review: a decision whose clock reading predates a sweep must not be recorded
+// before it, also when the key's entry exists but holds no grant (made by a Peek).
+func TestStaleClockAfterSweep(t *testing.T) {
+	s := core.NewMemoryStore(core.WithSweepInterval(5 * time.Second))
+	p := core.MustPolicy(core.Per(1, 10*time.Second))
+	sec := int64(time.Second)
+	q := core.Query{Policy: p, Key: "K"}
+	peek := core.Query{Policy: p, Key: "K", Mode: core.Peek}
+	s.DecideAt(q, 1*sec)     // a grant
+	s.DecideAt(peek, 12*sec) // the sweep at 12s drops K
+	s.DecideAt(peek, 12*sec) // an empty entry for K
+	d1, _ := s.DecideAt(q, 5*sec)
+	d2, _ := s.DecideAt(q, 15*sec)
+	if d1.Allowed && d2.Allowed {
+		t.Fatal("two grants 3s apart under 1/10s: the stale reading was recorded before the sweep")
+	}
+	// A cost that is too high fails before any entry is made.
+	if _, err := s.DecideAt(core.Query{Policy: p, Key: "new", Cost: 2}, 16*sec); !errors.Is(err, core.ErrCostTooHigh) {
+		t.Fatalf("cost 2 of 1: %v", err)
+	}
+	if n := s.Len(); n != 1 {
+		t.Fatalf("%d keys held, want 1: the refused cost made an entry", n)
+	}
+}
+
+// Found in review: the overflow bucket is one per policy (not per shard, not per scope),
+// and the cap bounds the store whatever the scopes.
+func TestCapHoldsAcrossScopesAndShards(t *testing.T) {
+	s := core.NewMemoryStore(core.WithMaxKeys(1))
+	p := core.MustPolicy(core.Per(1, time.Hour))
+	admitted := 0
+	for i := range 10_000 {
+		d, err := s.Decide(context.Background(), core.Query{Policy: p, Scope: fmt.Sprint("/nope/", i), Key: fmt.Sprint("client-", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 2 { // the first key in its own entry, then one grant in the shared overflow
+		t.Fatalf("%d admitted, want 2", admitted)
+	}
+	if n := s.Len(); n != 1 {
+		t.Fatalf("store holds %d keys with WithMaxKeys(1)", n)
+	}
+}
+
+// Found in review: periods so long that time arithmetic would overflow are refused, at
+// registration, never by a panic.
+func TestPeriodBounds(t *testing.T) {
+	for _, T := range []time.Duration{core.MaxPeriod + 1, math.MaxInt64 - 5, math.MaxInt64} {
+		if _, err := core.NewLimiter(1, T); !errors.Is(err, core.ErrBadPeriod) {
+			t.Fatalf("period %d: err %v, want ErrBadPeriod", T, err)
+		}
+	}
+	p := core.MustPolicy(core.Per(1, core.MaxPeriod))
+	s := core.NewMemoryStore()
+	sec := int64(time.Second)
+	d1, _ := s.DecideAt(core.Query{Policy: p, Key: "k"}, sec)
+	d2, _ := s.DecideAt(core.Query{Policy: p, Key: "k"}, 2*sec)
+	if !d1.Allowed || d2.Allowed || d2.RetryAfter != core.MaxPeriod-time.Second || d1.Reset != core.MaxPeriod {
+		t.Fatalf("1 per MaxPeriod: %+v then %+v", d1, d2)
+	}
+	if _, err := core.NewLimiter(1, core.MaxPeriod); err != nil {
+		t.Fatal(err)
+	}
+}
