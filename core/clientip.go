@@ -98,28 +98,31 @@ func (l *Limiter) trusts(a netip.Addr) bool {
 	return false
 }
 
-// forwardedClient walks the forwarded chain from the right, past trusted hops; the first
-// untrusted address is the client. The leftmost entries are whatever the client sent, so
-// they count only when every hop after them is trusted. A garbled entry stops the walk at
-// the last address known good.
+// forwardedClient reads the client's address from the one header the trusted proxies set
+// (WithForwardedHeader; X-Forwarded-For by default), never from another: a proxy that sets
+// X-Real-IP passes on whatever X-Forwarded-For the client sent, so falling back from one
+// header to another would let the client choose its own key.
+//
+// X-Forwarded-For and Forwarded are chains, walked from the right past trusted hops; the
+// first untrusted address is the client. The leftmost entries are whatever the client sent,
+// so they count only when every hop after them is trusted. A garbled entry stops the walk
+// at the last address known good. Any other header holds one address, set by the proxy.
 func (l *Limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
-	hops := r.Headers("X-Forwarded-For")
-	if len(hops) == 0 {
-		if fwd := r.Headers("Forwarded"); len(fwd) > 0 {
-			return l.walk(peer, forwardedFor(fwd))
+	switch name := l.cfg.forwardedHeader; name {
+	case "", "X-Forwarded-For":
+		var list []string
+		for _, h := range r.Headers("X-Forwarded-For") {
+			list = append(list, strings.Split(h, ",")...)
 		}
-		if real := r.Header("X-Real-Ip"); real != "" {
-			if a, err := netip.ParseAddr(strings.TrimSpace(real)); err == nil {
-				return a
-			}
+		return l.walk(peer, list)
+	case "Forwarded":
+		return l.walk(peer, forwardedFor(r.Headers("Forwarded")))
+	default:
+		if a, err := netip.ParseAddr(hostOf(strings.TrimSpace(r.Header(name)))); err == nil {
+			return a
 		}
 		return peer
 	}
-	var list []string
-	for _, h := range hops {
-		list = append(list, strings.Split(h, ",")...)
-	}
-	return l.walk(peer, list)
 }
 
 func (l *Limiter) walk(peer netip.Addr, list []string) netip.Addr {

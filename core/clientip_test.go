@@ -96,17 +96,36 @@ func TestClientKeyTrustedProxies(t *testing.T) {
 		{"10.1.1.1:80", req("X-Forwarded-For", ",,,"), "10.1.1.1"},
 		// Not from a trusted proxy: headers are ignored.
 		{"198.51.100.9:80", req("X-Forwarded-For", "203.0.113.66"), "198.51.100.9"},
-		// RFC 7239 Forwarded, with quotes, a port and IPv6.
-		{"10.1.1.1:80", req("Forwarded", `for=203.0.113.66, for="[2001:db8::7]:4711";proto=https`), "2001:db8::/64"},
-		{"10.1.1.1:80", req("Forwarded", `for=unknown`), "10.1.1.1"},
-		// X-Real-IP from a trusted proxy when nothing else is there.
-		{"10.1.1.1:80", req("X-Real-Ip", "198.51.100.8"), "198.51.100.8"},
-		{"10.1.1.1:80", req("X-Real-Ip", "nonsense"), "10.1.1.1"},
+		// Only X-Forwarded-For is read: other forwarded headers are the client's to forge.
+		{"10.1.1.1:80", req("X-Real-Ip", "198.51.100.8"), "10.1.1.1"},
+		{"10.1.1.1:80", req("Forwarded", "for=198.51.100.8"), "10.1.1.1"},
 		{"10.1.1.1:80", req(), "10.1.1.1"},
 	}
 	for i, c := range cases {
 		if got := l.ClientKey(c.peer, c.r); got != c.want {
 			t.Errorf("case %d (%s %v): key %q, want %q", i, c.peer, c.r.h, got, c.want)
+		}
+	}
+	// The header the proxies set, and only it: a client-sent X-Forwarded-For beside it, which
+	// such a proxy passes on untouched, must not choose the key.
+	forged := "X-Forwarded-For"
+	for _, c := range []struct {
+		header string
+		r      fakeRequest
+		want   string
+	}{
+		{"X-Real-IP", req("X-Real-Ip", "198.51.100.8", forged, "1.1.1.1"), "198.51.100.8"},
+		{"X-Real-IP", req("X-Real-Ip", "nonsense", forged, "1.1.1.1"), "10.1.1.1"},
+		{"x-real-ip", req("X-Real-Ip", "198.51.100.8"), "198.51.100.8"}, // any spelling
+		{"CF-Connecting-IP", req("Cf-Connecting-Ip", "2001:db8::9", forged, "1.1.1.1"), "2001:db8::/64"},
+		// RFC 7239 Forwarded, with quotes, a port and IPv6, walked from the right.
+		{"Forwarded", req("Forwarded", `for=203.0.113.66, for="[2001:db8::7]:4711";proto=https`, forged, "2.2.2.2"), "2001:db8::/64"},
+		{"Forwarded", req("Forwarded", "for=unknown"), "10.1.1.1"},
+		{"Forwarded", req(forged, "2.2.2.2"), "10.1.1.1"},
+	} {
+		l := limiter(t, core.WithTrustedProxies("10.0.0.0/8"), core.WithForwardedHeader(c.header))
+		if got := l.ClientKey("10.1.1.1:80", c.r); got != c.want {
+			t.Errorf("%s, %v: key %q, want %q", c.header, c.r.h, got, c.want)
 		}
 	}
 	if _, err := core.NewLimiter(1, time.Second, core.WithTrustedProxies("10.0.0.0/33")); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"net/textproto"
+	"strings"
 	"time"
 )
 
@@ -11,25 +13,26 @@ import (
 type Option func(*config) error
 
 type config struct {
-	store       Store
-	extraRates  []Rate
-	key         KeyFunc
-	scope       string
-	skip        func(Request) bool
-	cost        func(Request) int
-	mode        Mode
-	headers     HeaderStyle
-	failMode    FailMode
-	failStatus  int
-	onError     func(ctx context.Context, err error)
-	observer    func(Event)
-	dryRun      bool
-	trusted     []netip.Prefix
-	frameworkIP bool
-	ipv6Bits    int
-	denyStatus  int
-	denyBody    string
-	extensions  map[any]any
+	store           Store
+	extraRates      []Rate
+	key             KeyFunc
+	scope           string
+	skip            func(Request) bool
+	cost            func(Request) int
+	mode            Mode
+	headers         HeaderStyle
+	failMode        FailMode
+	failStatus      int
+	onError         func(ctx context.Context, err error)
+	observer        func(Event)
+	dryRun          bool
+	trusted         []netip.Prefix
+	forwardedHeader string
+	frameworkIP     bool
+	ipv6Bits        int
+	denyStatus      int
+	denyBody        string
+	extensions      map[any]any
 }
 
 // WithStore makes the limit keep its state in s instead of the process-wide default store.
@@ -209,9 +212,10 @@ func WithDenyResponse(status int, body string) Option {
 	}
 }
 
-// WithTrustedProxies makes forwarded headers count, but only on connections from the
-// given proxies (CIDRs such as "10.0.0.0/8" or single addresses). X-Forwarded-For is walked
-// from the right past trusted hops; the first untrusted address is the client. Without
+// WithTrustedProxies makes a forwarded header count, but only on connections from the
+// given proxies (CIDRs such as "10.0.0.0/8" or single addresses). The header is
+// X-Forwarded-For unless WithForwardedHeader names the one your proxies set; it is walked
+// from the right past trusted hops, and the first untrusted address is the client. Without
 // this option forwarded headers are ignored: any client can forge them.
 func WithTrustedProxies(cidrs ...string) Option {
 	return func(c *config) error {
@@ -222,6 +226,22 @@ func WithTrustedProxies(cidrs ...string) Option {
 			}
 			c.trusted = append(c.trusted, p)
 		}
+		return nil
+	}
+}
+
+// WithForwardedHeader names the header your trusted proxies set, and the only one read:
+// "X-Forwarded-For" (the default) or "Forwarded" (RFC 7239), both chains walked from the
+// right, or a header holding the client's address alone, such as "X-Real-IP" or
+// "CF-Connecting-IP". Other forwarded headers are ignored, since a proxy passes them on
+// from the client unchanged. It takes effect with WithTrustedProxies.
+func WithForwardedHeader(name string) Option {
+	return func(c *config) error {
+		name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+		if name == "" {
+			return fmt.Errorf("WithForwardedHeader(%q): a header name is required", name)
+		}
+		c.forwardedHeader = name
 		return nil
 	}
 }

@@ -29,7 +29,7 @@ type adapter struct {
 
 func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "fiberlimit", Pattern: func(p string) string { return p },
-		FrameworkTrust: true, UseSharesBucket: true, ValueKey: "user"}
+		FrameworkTrust: true, TrustHeader: "X-Real-Ip", UseSharesBucket: true, ValueKey: "user"}
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -47,7 +47,7 @@ func (a adapter) app(app adaptertest.App) *fiber.App {
 	var cfg fiber.Config
 	if len(app.TrustProxies) > 0 {
 		// Fiber's own mechanism: believe ProxyHeader only from TrustedProxies.
-		cfg = fiber.Config{EnableTrustedProxyCheck: true, TrustedProxies: app.TrustProxies, ProxyHeader: fiber.HeaderXForwardedFor}
+		cfg = fiber.Config{EnableTrustedProxyCheck: true, TrustedProxies: app.TrustProxies, ProxyHeader: "X-Real-Ip"}
 	}
 	f := fiber.New(cfg)
 	if name := app.ValueFromHeader; name != "" {

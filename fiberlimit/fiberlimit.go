@@ -5,9 +5,13 @@
 //
 // Requests are keyed by the connection's peer IP and the route template (c.Route().Path, so
 // /user/1 and /user/2 share /user/:id's bucket). When the application turned on
-// Config.EnableTrustedProxyCheck, the client IP is c.IP() (its ProxyHeader, believed only
-// from TrustedProxies). Refused requests get 429 with Retry-After; every response carries
-// the IETF RateLimit and RateLimit-Policy fields.
+// Config.EnableTrustedProxyCheck with a ProxyHeader that holds one address set by the proxy
+// (X-Real-IP, CF-Connecting-IP), the client IP is c.IP(), which Fiber believes only from
+// TrustedProxies. With ProxyHeader X-Forwarded-For (or Forwarded) c.IP() is the chain's
+// leftmost entry, which the client writes, so it is never used: there, pass
+// core.WithTrustedProxies with your proxies, which walks the chain from the right. Refused
+// requests get 429 with Retry-After; every response carries the IETF RateLimit and
+// RateLimit-Policy fields.
 //
 // # Mounting with app.Use
 //
@@ -25,6 +29,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +63,7 @@ func Middleware(l *core.Limiter) fiber.Handler {
 	frameworkIP := l.TrustsFrameworkIP()
 	return func(c *fiber.Ctx) error {
 		peer := peerIP(c.Context().RemoteAddr())
-		if frameworkIP || proxyCheck(c.App()) {
+		if useFrameworkIP(c.App(), frameworkIP) {
 			// Without EnableIPValidation, c.IP() is the proxy header as sent, whatever it
 			// holds: anything but one address falls back to the peer, so that garbage
 			// passed on by a trusted proxy cannot mint buckets.
@@ -95,21 +100,31 @@ func peerIP(a net.Addr) string {
 	return a.String()
 }
 
-// proxyCheck reports whether app has EnableTrustedProxyCheck on. App.Config copies the
-// whole Config, hundreds of bytes, so the answer is kept for the last app seen (a
-// middleware is nearly always mounted in one app, and its config is fixed once it serves).
-func proxyCheck(app *fiber.App) bool {
-	if t := lastApp.Load(); t != nil && t.app == app {
-		return t.check
+// useFrameworkIP reports whether c.IP() may key requests in app: its ProxyHeader must hold
+// one address, set by the proxy, and the app must believe it only from TrustedProxies (or
+// the limit opted in). App.Config copies the whole Config, hundreds of bytes, so the
+// answer is kept for the last app seen (a middleware is nearly always mounted in one app,
+// and its config is fixed once it serves).
+func useFrameworkIP(app *fiber.App, optIn bool) bool {
+	t := lastApp.Load()
+	if t == nil || t.app != app {
+		cfg := app.Config()
+		t = &appTrust{app: app, checked: cfg.EnableTrustedProxyCheck, single: singleAddressHeader(cfg.ProxyHeader)}
+		lastApp.Store(t)
 	}
-	t := &appTrust{app: app, check: app.Config().EnableTrustedProxyCheck}
-	lastApp.Store(t)
-	return t.check
+	return t.single && (t.checked || optIn)
+}
+
+// singleAddressHeader reports whether a proxy header holds one address: not empty (then
+// c.IP() is the peer anyway), and not a chain, whose leftmost entry Fiber would take.
+func singleAddressHeader(name string) bool {
+	return name != "" && !strings.EqualFold(name, fiber.HeaderXForwardedFor) && !strings.EqualFold(name, "Forwarded")
 }
 
 type appTrust struct {
-	app   *fiber.App
-	check bool
+	app     *fiber.App
+	checked bool // EnableTrustedProxyCheck
+	single  bool // singleAddressHeader(ProxyHeader)
 }
 
 var lastApp atomic.Pointer[appTrust]

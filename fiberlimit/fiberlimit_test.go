@@ -3,6 +3,7 @@ package fiberlimit_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -96,3 +97,35 @@ func TestKeptStringsAreCopies(t *testing.T) {
 
 // token varies in length as well as content, so buffers are overwritten at every offset.
 func token(i int) string { return fmt.Sprintf("tok-%d-%s", i, "abcdefghij"[:i%11]) }
+
+// Found in review: with ProxyHeader X-Forwarded-For, Fiber's c.IP() is the chain's leftmost
+// entry, which the client writes. A client forging a new leftmost entry on every request
+// must not get a new bucket, whatever EnableIPValidation says, and even with the opt-in.
+func TestForgedLeftmostForwardedForIgnored(t *testing.T) {
+	for _, validate := range []bool{false, true} {
+		for _, optIn := range []bool{false, true} {
+			app := fiber.New(fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor, EnableTrustedProxyCheck: true,
+				TrustedProxies: []string{"0.0.0.0/0"}, EnableIPValidation: validate})
+			opts := []core.Option{core.WithStore(core.NewMemoryStore())}
+			if optIn {
+				opts = append(opts, core.WithClientIPFromFramework())
+			}
+			app.Get("/a", fiberlimit.Limit(1, time.Minute, opts...), func(c *fiber.Ctx) error { return c.SendString("ok") })
+			admitted := 0
+			for i := range 20 {
+				req := httptest.NewRequest("GET", "/a", nil)
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("6.6.%d.%d, 198.51.100.7", i/256, i%256))
+				resp, err := app.Test(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode == 200 {
+					admitted++
+				}
+			}
+			if admitted != 1 {
+				t.Fatalf("EnableIPValidation=%v, opt-in %v: %d of 20 admitted under 1 per minute", validate, optIn, admitted)
+			}
+		}
+	}
+}

@@ -39,6 +39,11 @@ type Traits struct {
 	// FrameworkTrust reports whether Serve honours App.TrustProxies through the
 	// framework's own trusted-proxy mechanism.
 	FrameworkTrust bool
+	// TrustHeader is the header the framework's trusted proxies set in the
+	// trusted-proxies-in-the-framework scenario: X-Forwarded-For unless the adapter can only
+	// use a header holding one address (Fiber: its c.IP() takes X-Forwarded-For's leftmost
+	// entry, which the client writes).
+	TrustHeader string
 	// UseSharesBucket reports that a limit mounted app-wide cannot tell routes apart and
 	// counts them all in one bucket (Fiber's app.Use, which reports the Use prefix).
 	UseSharesBucket bool

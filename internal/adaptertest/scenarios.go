@@ -363,7 +363,11 @@ var Scenarios = []Scenario{
 // trustedProxySteps: behind a trusted proxy the forwarded client counts; from anyone else
 // forwarded headers are ignored. inCore adds what core's own walk does with garbage.
 func trustedProxySteps(inCore bool) func(Traits) []Step {
-	return func(Traits) []Step {
+	return func(tr Traits) []Step {
+		xff := xff
+		if !inCore && tr.TrustHeader != "" {
+			xff = tr.TrustHeader
+		}
 		steps := []Step{
 			from("10.0.0.1:1", ok("/a", xff, "203.0.113.9")),
 			from("10.0.0.2:1", refused("/a", xff, "203.0.113.9")), // same client, other proxy
@@ -389,6 +393,15 @@ func trustedProxySteps(inCore bool) func(Traits) []Step {
 		} else {
 			// The frameworks fall back to the peer.
 			steps = append(steps, from("10.0.0.4:1", refused("/a", xff, "garbage-3, 10.0.0.9")))
+			if xff == "X-Forwarded-For" {
+				// A client-written entry left of the proxy's own must not choose the bucket.
+				steps = append(steps,
+					from("10.0.0.1:1", ok("/a", xff, "198.51.100.1, 203.0.113.20")),
+					from("10.0.0.1:1", refused("/a", xff, "198.51.100.2, 203.0.113.20")))
+			} else {
+				// A forged X-Forwarded-For beside the proxy's header is not read.
+				steps = append(steps, from("10.0.0.1:1", refused("/a", xff, "203.0.113.9", "X-Forwarded-For", "198.51.100.3")))
+			}
 		}
 		return steps
 	}
