@@ -42,18 +42,26 @@ func TestSweepingNeverChangesADecision(t *testing.T) {
 		core.MustPolicy(core.Per(1000, time.Second)),
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
+	// 400 keys a policy over 64 shards: shards are shared, so a decision's sweep of its own
+	// shard finds other keys gone idle, and the equivalence is tested on real reclaiming.
+	dropped := 0
 	for i := range 20_000 {
 		clock.Advance(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
-		q := core.Query{Policy: policies[rng.IntN(len(policies))], Key: fmt.Sprint(rng.IntN(20)), Cost: 1 + rng.IntN(2)}
+		q := core.Query{Policy: policies[rng.IntN(len(policies))], Key: fmt.Sprint(rng.IntN(400)), Cost: 1 + rng.IntN(2)}
+		before := eager.Len()
 		a, err1 := eager.Decide(context.Background(), q)
 		b, err2 := lazy.Decide(context.Background(), q)
 		if err1 != nil || err2 != nil || a != b {
 			t.Fatalf("decision %d (%v): swept store %+v %v, unswept %+v %v", i, q.Key, a, err1, b, err2)
 		}
+		if eager.Len() < before {
+			dropped++
+		}
 	}
-	if eager.Len() >= lazy.Len() {
-		t.Fatalf("eager sweeping kept %d keys, lazy %d: nothing was reclaimed", eager.Len(), lazy.Len())
+	if dropped == 0 {
+		t.Fatal("eager sweeping never dropped a key: the equivalence was not put to the test")
 	}
+	t.Logf("decisions after which the eager store had dropped keys: %d", dropped)
 	clock.Advance(2 * time.Second)
 	lazy.Sweep()
 	if n := lazy.Len(); n != 0 {
