@@ -201,7 +201,7 @@ func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
 func (p *Policy) Idle(s []int64, now int64) bool {
 	L := p.logLen
 	if L > 0 {
-		if newest := s[1+back(int(s[0]), 1, L)]; newest != never && newest > now-int64(p.longestExact()) {
+		if newest := s[1+back(int(s[0]), 1, L)]; newest != never && newest > now-int64(p.longestExact) {
 			return false
 		}
 	}
@@ -213,16 +213,6 @@ func (p *Policy) Idle(s []int64, now int64) bool {
 		}
 	}
 	return true
-}
-
-func (p *Policy) longestExact() time.Duration {
-	var d time.Duration
-	for _, r := range p.rates {
-		if r.Exact() {
-			d = max(d, r.Period)
-		}
-	}
-	return d
 }
 
 // back returns the ring index of the k-th most recent entry (1 <= k <= n) of a ring of

@@ -193,9 +193,22 @@ func (l *Limiter) Check(ctx context.Context, in Input) Verdict {
 		if !d.Allowed {
 			o = Refused
 		}
-		c.observer(Event{Outcome: o, Route: q.Scope, Key: q.Key, Decision: d, DryRun: c.dryRun})
+		l.observe(o, q, v)
 	}
 	return v
+}
+
+// observe tells the observer, if any, of a decision.
+func (l *Limiter) observe(o Outcome, q Query, v Verdict) {
+	if l.cfg.observer != nil {
+		l.cfg.observer(Event{Outcome: o, Route: q.Scope, Key: q.Key, Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun})
+	}
+}
+
+// undecided is what a refusal without a decision reports: the first rate's limit, and
+// (for headers) a retry of one second.
+func undecided(p *Policy) Decision {
+	return Decision{Limit: p.rates[0].Count, Window: p.rates[0].Period, RetryAfter: time.Second}
 }
 
 func (l *Limiter) scope(in Input) string {
@@ -227,14 +240,13 @@ func cleanPath(p string) string {
 const fallbackKeyPrefix = "\x00ip "
 
 func (l *Limiter) key(in Input) string {
-	ip := l.ClientKey(in.Peer, in.Request)
 	if l.cfg.key == nil || in.Request == nil {
-		return ip
+		return l.ClientKey(in.Peer, in.Request)
 	}
 	if k, err := l.cfg.key(in.Request); err == nil && k != "" {
-		return k
+		return k // the client's IP is not needed, nor worked out
 	}
-	return fallbackKeyPrefix + ip
+	return fallbackKeyPrefix + l.ClientKey(in.Peer, in.Request)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it
@@ -244,11 +256,8 @@ func (l *Limiter) tooCostly(ctx context.Context, q Query, err error) Verdict {
 	c := &l.cfg
 	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, q.Scope, err)
 	l.report(ctx, err)
-	v := Verdict{Allow: c.dryRun, Status: c.denyStatus, Err: err,
-		Decision: Decision{Limit: q.Policy.rates[0].Count, Window: q.Policy.rates[0].Period}}
-	if c.observer != nil {
-		c.observer(Event{Outcome: Errored, Route: q.Scope, Key: q.Key, Decision: v.Decision, Err: err, DryRun: c.dryRun})
-	}
+	v := Verdict{Allow: c.dryRun, Status: c.denyStatus, Err: err, Decision: undecided(q.Policy)}
+	l.observe(Errored, q, v)
 	return v
 }
 
@@ -269,17 +278,14 @@ func (l *Limiter) failed(ctx context.Context, q Query, err error) Verdict {
 	v := Verdict{Allow: true, Err: err}
 	switch c.failMode {
 	case FailClosed:
-		v.Allow, v.Status = c.dryRun, c.failStatus
-		v.Decision = Decision{Limit: q.Policy.rates[0].Count, Window: q.Policy.rates[0].Period, RetryAfter: time.Second}
+		v.Allow, v.Status, v.Decision = c.dryRun, c.failStatus, undecided(q.Policy)
 	case FailLocal:
 		l.localOnce.Do(func() { l.local = NewMemoryStore() })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allow, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
 		}
 	}
-	if c.observer != nil {
-		c.observer(Event{Outcome: Errored, Route: q.Scope, Key: q.Key, Decision: v.Decision, Err: err, DryRun: c.dryRun})
-	}
+	l.observe(Errored, q, v)
 	return v
 }
 

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,23 +16,19 @@ import (
 type Policy struct {
 	rates []Rate
 	text  string
-	salt  uint64 // hashes the policy into store keys; equal for equal text
 
 	// Layout of a key's state, shared by every store that keeps state in int64 slots.
-	logLen   int           // exact log capacity: the largest exact Count, 0 if none
-	maxCount int           // the largest Count of any rate
-	minCount int           // the smallest Count: costs up to it fit every rate
-	single   bool          // one exact rate: Apply's fast path
-	longest  time.Duration // the longest Period: a key idle this long holds nothing
-	bounded  []int         // indexes into rates of the bounded ones
-	gran     []int64       // per rate: the bounded form's granule, 0 for exact rates
-	stateLen int
+	logLen       int           // exact log capacity: the largest exact Count, 0 if none
+	minCount     int           // the smallest Count: costs up to it fit every rate
+	single       bool          // one exact rate: Apply's fast path
+	longest      time.Duration // the longest Period: a key idle this long holds nothing
+	longestExact time.Duration // the longest Period among exact rates: how long the log counts
+	bounded      []int         // indexes into rates of the bounded ones
+	gran         []int64       // per rate: the bounded form's granule, 0 for exact rates
+	stateLen     int
 
 	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
 }
-
-// policySeed makes policy salts differ between processes while equal texts match.
-var policySeed = maphash.MakeSeed()
 
 // NewPolicy validates rates and returns the policy enforcing all of them. Rates are kept
 // in the order given; duplicates are allowed but pointless.
@@ -51,16 +46,15 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 		p.gran = append(p.gran, 0)
 		if r.Exact() {
 			p.logLen = max(p.logLen, r.Count)
+			p.longestExact = max(p.longestExact, r.Period)
 		} else {
 			p.bounded = append(p.bounded, i)
 			p.gran[i] = granule(r)
 		}
-		p.maxCount = max(p.maxCount, r.Count)
 		p.minCount = min(p.minCount, r.Count)
 		p.longest = max(p.longest, r.Period)
 	}
 	p.text = strings.Join(texts, ",")
-	p.salt = maphash.String(policySeed, p.text)
 	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
 	p.single = len(rates) == 1 && rates[0].Exact()
 	return p, nil
@@ -136,7 +130,3 @@ func (p *Policy) Longest() time.Duration { return p.longest }
 
 // String returns the canonical text form, which ParsePolicy reads back.
 func (p *Policy) String() string { return p.text }
-
-// Salt returns a hash of the policy's text, stable within a process, for stores that mix
-// the policy into their keys.
-func (p *Policy) Salt() uint64 { return p.salt }
