@@ -1,10 +1,12 @@
 -- reqlimit: the decision for a policy of ONE exact rate N/T (the common case), the same
 -- answers as decide.lua and core.Policy.Apply (applySingle) in straight-line code: no
--- tables, no closures, one read; the write is one SET while the ring grows, SETRANGE and
--- PEXPIRE once it is full (see docs/redis.md, "Speed").
+-- tables, no closures, one read; the write is one SET while the ring grows, two SETRANGEs
+-- once it is full, and a PEXPIRE only about once per period (see docs/redis.md, "Speed").
 --
--- KEYS[1]  the key's state, decide.lua's layout without bounded rates:
---            [I2 w] then a ring of up to N grant times, i7 microseconds each.
+-- KEYS[1]  the key's state: [I2 w] [i7 E] then a ring of up to N grant times, i7
+--            microseconds each; the next grant goes to slot w. E is the expiry last set
+--            on the key, in server microseconds (0: none), so that the expiry is renewed
+--            only when it would fall less than T after the newest grant.
 -- ARGV[1]  seven packed little-endian i8: use TIME (1) or the given now, now (microseconds),
 --          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), ttl (milliseconds,
 --          the expiry after a grant, T rounded up; 0 = none), N, T (microseconds).
@@ -16,17 +18,18 @@ if useTime == 1 then
 end
 local key = KEYS[1]
 local NEVER = -9007199254740992
+local E = 0
 
 -- Read; anything malformed (a foreign value under our key) reads as empty.
 local s = redis.call('GET', key)
 local w, n = 0, 0
 if s then
   local len = #s
-  if len >= 2 and (len - 2) % 7 == 0 and len <= 2 + 7 * N then
-    local n0 = (len - 2) / 7
-    local w0 = struct.unpack('<I2', s)
+  if len >= 9 and (len - 9) % 7 == 0 and len <= 9 + 7 * N then
+    local n0 = (len - 9) / 7
+    local w0, E0 = struct.unpack('<I2i7', s)
     if (n0 < N and w0 == n0) or (n0 == N and w0 < N) then
-      w, n = w0, n0
+      w, n, E = w0, n0, E0
     else
       s = ''
     end
@@ -41,7 +44,7 @@ end
 if n > 0 then
   local i = w - 1
   if i < 0 then i = i + N end
-  local newest = struct.unpack('<i7', s, 3 + i * 7)
+  local newest = struct.unpack('<i7', s, 10 + i * 7)
   if now < newest then now = newest end
 end
 
@@ -51,42 +54,54 @@ local allowed = true
 do
   local i = w - (N - cost + 1)
   if i < 0 then i = i + N end
-  if i < n and struct.unpack('<i7', s, 3 + i * 7) > cutoff then allowed = false end
+  if i < n and struct.unpack('<i7', s, 10 + i * 7) > cutoff then allowed = false end
 end
 
 -- Record: cost entries at now from slot w. While the ring grows, the whole value with one
--- SET ... PX (it is short then); once it is full, the changed bytes with SETRANGE and the
--- expiry with PEXPIRE: building a long string in Lua and handing it to SET costs more
--- than the two extra calls. Afterwards slots w0 .. w0+m-1 (mod N) hold now, and entries
--- are read from s with them patched in.
+-- SET (it is short then); once it is full, the changed bytes with SETRANGE: building a
+-- long string in Lua and handing it to SET costs more than the extra call. Afterwards
+-- slots w0 .. w0+m-1 (mod N) hold now, and entries are read from s with them patched in.
+--
+-- Expiry is cleanup only: the key must outlive its newest grant by T (ttl). Renewing it
+-- on every grant would cost a PEXPIRE (or SET's PX) each time, the dearest part of a
+-- write, so it is set to twice that and renewed only when less than ttl is left: a key
+-- then expires between T and 2T after its newest grant, never sooner.
 local w0, m = w, 0
 if mode == 1 or (allowed and mode == 0) then
   local p = struct.pack('<i7', now)
+  local renew = ttl > 0 and E < now + ttl * 1000
+  if renew then E = now + 2 * ttl * 1000 end
   if n == N then
     m = cost
     w = (w + cost) % N
-    redis.call('SETRANGE', key, 0, struct.pack('<I2', w))
+    if renew then
+      redis.call('SETRANGE', key, 0, struct.pack('<I2i7', w, E))
+      redis.call('PEXPIRE', key, 2 * ttl)
+    else
+      redis.call('SETRANGE', key, 0, struct.pack('<I2', w))
+    end
     local first = N - w0
     if cost <= first then
-      redis.call('SETRANGE', key, 2 + w0 * 7, string.rep(p, cost))
+      redis.call('SETRANGE', key, 9 + w0 * 7, string.rep(p, cost))
     else
-      redis.call('SETRANGE', key, 2 + w0 * 7, string.rep(p, first))
-      redis.call('SETRANGE', key, 2, string.rep(p, cost - first))
+      redis.call('SETRANGE', key, 9 + w0 * 7, string.rep(p, first))
+      redis.call('SETRANGE', key, 9, string.rep(p, cost - first))
     end
-    if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
   else
     local first = N - w
     if cost <= first then
-      s = string.sub(s, 3, 2 + w * 7) .. string.rep(p, cost) .. string.sub(s, 3 + (w + cost) * 7)
+      s = string.sub(s, 10, 9 + w * 7) .. string.rep(p, cost) .. string.sub(s, 10 + (w + cost) * 7)
     else -- the grant wraps round: the ring is full afterwards
       local second = cost - first
-      s = string.rep(p, second) .. string.sub(s, 3 + second * 7, 2 + w * 7) .. string.rep(p, first)
+      s = string.rep(p, second) .. string.sub(s, 10 + second * 7, 9 + w * 7) .. string.rep(p, first)
     end
     n = #s / 7
     w = (w + cost) % N
-    s = struct.pack('<I2', w) .. s
-    if ttl > 0 then
-      redis.call('SET', key, s, 'PX', ttl)
+    s = struct.pack('<I2i7', w, E) .. s
+    if renew then
+      redis.call('SET', key, s, 'PX', 2 * ttl)
+    elseif ttl > 0 then
+      redis.call('SET', key, s, 'KEEPTTL')
     else
       redis.call('SET', key, s)
     end
@@ -102,7 +117,7 @@ if n > 0 then
   if i < 0 then i = i + N end
   local d = i - w0
   if d < 0 then d = d + N end
-  if i < n and (d < m or struct.unpack('<i7', s, 3 + i * 7) > cutoff) then
+  if i < n and (d < m or struct.unpack('<i7', s, 10 + i * 7) > cutoff) then
     used = N
   else
     local lo, hi = 0, n
@@ -113,7 +128,7 @@ if n > 0 then
       if i < 0 then i = i + N end
       d = i - w0
       if d < 0 then d = d + N end
-      if d < m or struct.unpack('<i7', s, 3 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
+      if d < m or struct.unpack('<i7', s, 10 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
     end
     used = lo
   end
@@ -124,7 +139,7 @@ if m > 0 then
 elseif used > 0 then
   local i = w - 1
   if i < 0 then i = i + N end
-  reset = struct.unpack('<i7', s, 3 + i * 7) + T - now
+  reset = struct.unpack('<i7', s, 10 + i * 7) + T - now
 end
 if allowed then
   return {1, 0, N - used, 0, reset, reset, 0}
@@ -138,7 +153,7 @@ if i < n then
   if d < m then
     retry = T
   else
-    retry = struct.unpack('<i7', s, 3 + i * 7) + T - now
+    retry = struct.unpack('<i7', s, 10 + i * 7) + T - now
     if retry < 0 then retry = 0 end
   end
 end

@@ -407,10 +407,56 @@ func TestMemoryUsage(t *testing.T) {
 		if n > tc.max {
 			t.Errorf("%s: MEMORY USAGE %d bytes, want at most %d", tc.policy, n, tc.max)
 		}
-		// Expiry is cleanup only: from the newest grant plus the window, not sooner.
+		// Expiry is cleanup only: at least the window after the newest grant, at most
+		// twice that (it is renewed only when less than one window is left).
 		ttl, err := c.PTTL(ctx, key).Result()
-		if err != nil || ttl <= time.Minute-time.Second || ttl > time.Minute {
-			t.Errorf("%s: PTTL %v (%v), want just under 1m", tc.policy, ttl, err)
+		if err != nil || ttl <= time.Minute-time.Second || ttl > 2*time.Minute {
+			t.Errorf("%s: PTTL %v (%v), want between 1m and 2m", tc.policy, ttl, err)
 		}
+	}
+}
+
+// TestExpiryOutlivesGrants checks the rule that lets the script skip most expiry writes:
+// after every grant the key lives at least one window more, and at most two. Decisions
+// come at uneven gaps, so that some find the expiry still far off and some find it near.
+func TestExpiryOutlivesGrants(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	c := newClient(t, standalone)
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+	for _, policy := range []string{"2/100ms", "5/100ms"} {
+		p := core.MustParsePolicy(policy)
+		q := core.Query{Policy: p, Key: "192.0.2.8"}
+		key := s.Key(p, q.Scope, q.Key)
+		const T = 100 * time.Millisecond
+		renewed, grants := 0, 0
+		last := time.Duration(-1)
+		for i := range 40 {
+			time.Sleep(time.Duration(i%7) * 9 * time.Millisecond)
+			d, err := s.Decide(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				continue
+			}
+			grants++
+			// PTTL counts whole milliseconds down from the script's own reading.
+			if ttl < T-5*time.Millisecond || ttl > 2*d.Window+time.Millisecond {
+				t.Fatalf("%s: after a grant PTTL is %v, want between %v and %v", policy, ttl, T, 2*d.Window)
+			}
+			if ttl > last && last >= 0 {
+				renewed++
+			}
+			last = ttl
+		}
+		if grants < 10 || renewed < 2 {
+			t.Fatalf("%s: %d grants, %d renewals: the test did not exercise renewal", policy, grants, renewed)
+		}
+		t.Logf("%s: %d grants, expiry renewed %d times", policy, grants, renewed)
 	}
 }
