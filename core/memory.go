@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultMaxKeys is the number of keys a MemoryStore holds unless told otherwise: about
-// 70 MB for a 3-per-minute policy (67 bytes a key, measured: see docs/performance.md).
+// 90 MB for a 3-per-minute policy (84 bytes a key, measured: see docs/performance.md).
 const DefaultMaxKeys = 1 << 20
 
 // DefaultSweepInterval is how often a MemoryStore shard drops idle keys unless told otherwise.
@@ -74,8 +74,10 @@ type tableShard struct {
 	_         [32]byte     // keeps neighbouring shards' locks off one cache line
 }
 
-// A slotArray is an open-addressing table, linear probing, of entries. An entry is a
-// []int64 of keyTable.width, held by a pointer to its first slot:
+// A slotArray is an open-addressing table, linear probing, of entries. Each slot keeps the
+// entry's hash beside the pointer, so a probe compares hashes within the table's own cache
+// lines and touches only the entry it is after: with many keys, every entry touched is a
+// cache miss. An entry is a []int64 of keyTable.width, held by a pointer to its first slot:
 //
 //	[0] the key's 64-bit hash, never 0; 0 once the key is swept (read atomically)
 //	[1] a sync.Mutex (8 bytes, zero when unlocked) guarding the state
@@ -84,7 +86,14 @@ type tableShard struct {
 // One allocation per key, and the hash, lock and state share a cache line for small rings.
 type slotArray struct {
 	mask  uint64
-	slots []atomic.Pointer[int64]
+	slots []slot
+}
+
+// A slot holds an entry and its hash. The hash is stored before the entry is published, and
+// read after it, so a reader that sees an entry sees that entry's hash.
+type slot struct {
+	hash  atomic.Uint64
+	entry atomic.Pointer[int64]
 }
 
 // The entry's slot 1 holds a sync.Mutex: this fails to compile if one ever stops fitting.
@@ -226,18 +235,20 @@ type policyMemo struct {
 }
 
 func newSlotArray(n int) *slotArray {
-	return &slotArray{mask: uint64(n - 1), slots: make([]atomic.Pointer[int64], n)}
+	return &slotArray{mask: uint64(n - 1), slots: make([]slot, n)}
 }
 
 // find returns the entry of hash h, or nil; it takes no lock.
 func (sh *tableShard) find(h uint64) *int64 {
 	a := sh.slots.Load()
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
-		e := a.slots[i].Load()
+		sl := &a.slots[i]
+		e := sl.entry.Load()
 		if e == nil {
 			return nil
 		}
-		if e != tombstone && uint64(atomic.LoadInt64(e)) == h {
+		// The entry's own hash word is checked too: a swept entry has cleared it.
+		if sl.hash.Load() == h && e != tombstone && uint64(atomic.LoadInt64(e)) == h {
 			return e
 		}
 	}
@@ -310,13 +321,14 @@ func (sh *tableShard) insert(e *int64, h uint64) {
 		a = sh.rebuild(max(8, 2*(sh.live+1)))
 	}
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
-		old := a.slots[i].Load()
+		old := a.slots[i].entry.Load()
 		if old == nil || old == tombstone {
 			if old == nil {
 				sh.used++
 			}
 			sh.live++
-			a.slots[i].Store(e)
+			a.slots[i].hash.Store(h)
+			a.slots[i].entry.Store(e)
 			return
 		}
 	}
@@ -329,13 +341,15 @@ func (sh *tableShard) rebuild(n int) *slotArray {
 	old := sh.slots.Load()
 	a := newSlotArray(n)
 	for i := range old.slots {
-		e := old.slots[i].Load()
+		e := old.slots[i].entry.Load()
 		if e == nil || e == tombstone {
 			continue
 		}
-		for j := uint64(atomic.LoadInt64(e)) & a.mask; ; j = (j + 1) & a.mask {
-			if a.slots[j].Load() == nil {
-				a.slots[j].Store(e)
+		h := old.slots[i].hash.Load()
+		for j := h & a.mask; ; j = (j + 1) & a.mask {
+			if a.slots[j].entry.Load() == nil {
+				a.slots[j].hash.Store(h)
+				a.slots[j].entry.Store(e)
 				break
 			}
 		}
@@ -350,7 +364,7 @@ func (sh *tableShard) rebuild(n int) *slotArray {
 func (sh *tableShard) sweep(t *keyTable, now int64) {
 	a := sh.slots.Load()
 	for i := range a.slots {
-		e := a.slots[i].Load()
+		e := a.slots[i].entry.Load()
 		if e == nil || e == tombstone {
 			continue
 		}
@@ -361,7 +375,7 @@ func (sh *tableShard) sweep(t *keyTable, now int64) {
 		}
 		if t.policy.Idle(s[2:], now) {
 			atomic.StoreInt64(&s[0], sweptHash)
-			a.slots[i].Store(tombstone)
+			a.slots[i].entry.Store(tombstone)
 			sh.live--
 			t.store.keys.Add(-1)
 		}
