@@ -47,14 +47,24 @@ func (p *Policy) ResetState(s []int64) {
 //
 // A cost below 1 counts as 1. A cost above some rate's Count fails with ErrCostTooHigh.
 func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, error) {
+	var d Decision
+	err := p.apply(&d, s, now, cost, mode)
+	return d, err
+}
+
+// apply is Apply writing into *d, which the caller has zeroed: stores call it with their
+// own result, so that a decision is written once rather than copied out of every frame on
+// the way (measured: a fifth of a decision's time in the memory store).
+func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) error {
 	if cost < 1 {
 		cost = 1
 	}
 	if cost > p.minCount {
-		return Decision{}, p.checkCost(cost)
+		return p.checkCost(cost)
 	}
 	if p.single {
-		return p.applySingle(s, now, cost, mode), nil
+		p.applySingle(d, s, now, cost, mode)
+		return nil
 	}
 	L := p.logLen
 	w := int(s[0])
@@ -102,12 +112,13 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, err
 	for j := range p.bounded {
 		s[1+L+j*boundedLen+bLast] = now
 	}
-	return p.report(s, now, cost, allowed), nil
+	p.report(d, s, now, cost, allowed)
+	return nil
 }
 
 // applySingle is Apply for the most common policy, one exact rate, in straight-line code:
 // the same answers (the oracle tests hold it to that), without the loops over rates.
-func (p *Policy) applySingle(s []int64, now int64, cost int, mode Mode) Decision {
+func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode Mode) {
 	r := p.rates[0]
 	N, T := r.Count, int64(r.Period)
 	log := s[1 : 1+N]
@@ -127,7 +138,7 @@ func (p *Policy) applySingle(s []int64, now int64, cost int, mode Mode) Decision
 		s[0] = int64(w)
 	}
 	used := usedInLog(log, w, N, now-T)
-	d := Decision{Allowed: allowed, Limit: N, Window: r.Period, Remaining: N - used}
+	d.Allowed, d.Limit, d.Window, d.Remaining = allowed, N, r.Period, N-used
 	if used > 0 {
 		d.Reset = time.Duration(log[back(w, 1, N)] + T - now)
 		d.FullReset = d.Reset
@@ -135,7 +146,6 @@ func (p *Policy) applySingle(s []int64, now int64, cost int, mode Mode) Decision
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
 	}
-	return d
 }
 
 func (p *Policy) checkCost(cost int) error {
@@ -148,11 +158,11 @@ func (p *Policy) checkCost(cost int) error {
 }
 
 // report fills a decision from the state after recording.
-func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
+func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed bool) {
 	L := p.logLen
 	w := int(s[0])
 	log := s[1 : 1+L]
-	d := Decision{Allowed: allowed, Remaining: math.MaxInt, Rate: -1}
+	d.Allowed, d.Remaining, d.Rate = allowed, math.MaxInt, -1
 	j := 0
 	for i, r := range p.rates {
 		T := int64(r.Period)
@@ -193,7 +203,6 @@ func (p *Policy) report(s []int64, now int64, cost int, allowed bool) Decision {
 		}
 		d.FullReset = max(d.FullReset, time.Duration(reset))
 	}
-	return d
 }
 
 // Idle reports whether a key with state s holds no grant that any window still counts at

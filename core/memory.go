@@ -164,20 +164,27 @@ func (m *MemoryStore) hash(scope, key string) uint64 {
 }
 
 // Decide implements Store. It fails only for a nil policy or a cost above the limit.
-func (m *MemoryStore) Decide(_ context.Context, q Query) (Decision, error) {
-	return m.DecideAt(q, m.now())
+func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
+	err = m.decide(&d, q, m.now())
+	return d, err
 }
 
 // DecideAt decides q at now, in nanoseconds since the store was created (or since the
 // injected clock's first reading). It is Decide with the time made explicit, for
 // simulations that drive many decisions without a clock.
-func (m *MemoryStore) DecideAt(q Query, now int64) (Decision, error) {
+func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
+	err = m.decide(&d, q, now)
+	return d, err
+}
+
+// decide is DecideAt writing into *d, which is zero (see Policy.apply).
+func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 	p := q.Policy
 	if p == nil {
-		return Decision{}, errNilPolicy
+		return errNilPolicy
 	}
 	if q.Cost > p.minCount {
-		return Decision{}, p.checkCost(q.Cost) // before any key is made for it
+		return p.checkCost(q.Cost) // before any key is made for it
 	}
 	t := m.table(p)
 	h := m.hash(q.Scope, q.Key)
@@ -198,13 +205,13 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (Decision, error) {
 		// record a grant among times a dropped key still counted.
 		swept := sh.lastSweep.Load()
 		now = max(now, swept)
-		d, err := p.Apply(s[2:], now, q.Cost, q.Mode)
+		err := p.apply(d, s[2:], now, q.Cost, q.Mode)
 		mu.Unlock()
 		if now-swept >= m.sweepEvery && sh.mu.TryLock() {
 			sh.sweep(t, now)
 			sh.mu.Unlock()
 		}
-		return d, err
+		return err
 	}
 }
 
