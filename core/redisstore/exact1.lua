@@ -11,9 +11,14 @@
 --          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), ttl (milliseconds,
 --          the expiry after a grant, T rounded up; 0 = none), N, T (microseconds).
 -- Returns  {allowed (0/1), 0, remaining, retry, reset, full reset, wait} (microseconds).
-local useTime, now, cost, mode, ttl, N, T = struct.unpack('<i8i8i8i8i8i8i8', ARGV[1])
+--
+-- Every step costs: Redis's Lua interprets each global lookup, table index and call, so
+-- library functions are held in locals, and a new key (the common case when keys are
+-- many) takes a short path of its own.
+local unpack, pack, call, rep, sub = struct.unpack, struct.pack, redis.call, string.rep, string.sub
+local useTime, now, cost, mode, ttl, N, T = unpack('<i8i8i8i8i8i8i8', ARGV[1])
 if useTime == 1 then
-  local t = redis.call('TIME')
+  local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
 local key = KEYS[1]
@@ -21,13 +26,13 @@ local NEVER = -9007199254740992
 local E = 0
 
 -- Read; anything malformed (a foreign value under our key) reads as empty.
-local s = redis.call('GET', key)
+local s = call('GET', key)
 local w, n = 0, 0
 if s then
   local len = #s
   if len >= 9 and (len - 9) % 7 == 0 and len <= 9 + 7 * N then
     local n0 = (len - 9) / 7
-    local w0, E0 = struct.unpack('<I2i7', s)
+    local w0, E0 = unpack('<I2i7', s)
     if (n0 < N and w0 == n0) or (n0 == N and w0 < N) then
       w, n, E = w0, n0, E0
     else
@@ -40,11 +45,23 @@ else
   s = ''
 end
 
+-- A new (or unreadable) key: the request fits (cost <= N) and is the only grant.
+if n == 0 then
+  if mode == 2 then return {1, 0, N, 0, 0, 0, 0} end
+  local v = rep(pack('<i7', now), cost)
+  if ttl > 0 then
+    call('SET', key, pack('<I2i7', cost % N, now + 2 * ttl * 1000) .. v, 'PX', 2 * ttl)
+  else
+    call('SET', key, pack('<I2i7', cost % N, 0) .. v)
+  end
+  return {1, 0, N - cost, 0, T, T, 0}
+end
+
 -- Time never runs backwards for a key: clamp to the newest grant.
 if n > 0 then
   local i = w - 1
   if i < 0 then i = i + N end
-  local newest = struct.unpack('<i7', s, 10 + i * 7)
+  local newest = unpack('<i7', s, 10 + i * 7)
   if now < newest then now = newest end
 end
 
@@ -54,7 +71,7 @@ local allowed = true
 do
   local i = w - (N - cost + 1)
   if i < 0 then i = i + N end
-  if i < n and struct.unpack('<i7', s, 10 + i * 7) > cutoff then allowed = false end
+  if i < n and unpack('<i7', s, 10 + i * 7) > cutoff then allowed = false end
 end
 
 -- Record: cost entries at now from slot w. While the ring grows, the whole value with one
@@ -68,42 +85,42 @@ end
 -- then expires between T and 2T after its newest grant, never sooner.
 local w0, m = w, 0
 if mode == 1 or (allowed and mode == 0) then
-  local p = struct.pack('<i7', now)
+  local p = pack('<i7', now)
   local renew = ttl > 0 and E < now + ttl * 1000
   if renew then E = now + 2 * ttl * 1000 end
   if n == N then
     m = cost
     w = (w + cost) % N
     if renew then
-      redis.call('SETRANGE', key, 0, struct.pack('<I2i7', w, E))
-      redis.call('PEXPIRE', key, 2 * ttl)
+      call('SETRANGE', key, 0, pack('<I2i7', w, E))
+      call('PEXPIRE', key, 2 * ttl)
     else
-      redis.call('SETRANGE', key, 0, struct.pack('<I2', w))
+      call('SETRANGE', key, 0, pack('<I2', w))
     end
     local first = N - w0
     if cost <= first then
-      redis.call('SETRANGE', key, 9 + w0 * 7, string.rep(p, cost))
+      call('SETRANGE', key, 9 + w0 * 7, rep(p, cost))
     else
-      redis.call('SETRANGE', key, 9 + w0 * 7, string.rep(p, first))
-      redis.call('SETRANGE', key, 9, string.rep(p, cost - first))
+      call('SETRANGE', key, 9 + w0 * 7, rep(p, first))
+      call('SETRANGE', key, 9, rep(p, cost - first))
     end
   else
     local first = N - w
     if cost <= first then
-      s = string.sub(s, 10, 9 + w * 7) .. string.rep(p, cost) .. string.sub(s, 10 + (w + cost) * 7)
+      s = sub(s, 10, 9 + w * 7) .. rep(p, cost) .. sub(s, 10 + (w + cost) * 7)
     else -- the grant wraps round: the ring is full afterwards
       local second = cost - first
-      s = string.rep(p, second) .. string.sub(s, 10 + second * 7, 9 + w * 7) .. string.rep(p, first)
+      s = rep(p, second) .. sub(s, 10 + second * 7, 9 + w * 7) .. rep(p, first)
     end
     n = #s / 7
     w = (w + cost) % N
-    s = struct.pack('<I2i7', w, E) .. s
+    s = pack('<I2i7', w, E) .. s
     if renew then
-      redis.call('SET', key, s, 'PX', 2 * ttl)
+      call('SET', key, s, 'PX', 2 * ttl)
     elseif ttl > 0 then
-      redis.call('SET', key, s, 'KEEPTTL')
+      call('SET', key, s, 'KEEPTTL')
     else
-      redis.call('SET', key, s)
+      call('SET', key, s)
     end
   end
 end
@@ -117,18 +134,19 @@ if n > 0 then
   if i < 0 then i = i + N end
   local d = i - w0
   if d < 0 then d = d + N end
-  if i < n and (d < m or struct.unpack('<i7', s, 10 + i * 7) > cutoff) then
+  if i < n and (d < m or unpack('<i7', s, 10 + i * 7) > cutoff) then
     used = N
   else
     local lo, hi = 0, n
     if hi > N - 1 then hi = N - 1 end
     while lo < hi do
-      local mid = math.floor((lo + hi + 1) / 2)
+      local mid = (lo + hi + 1) / 2
+      mid = mid - mid % 1 -- floor, without a call
       i = w - mid
       if i < 0 then i = i + N end
       d = i - w0
       if d < 0 then d = d + N end
-      if d < m or struct.unpack('<i7', s, 10 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
+      if d < m or unpack('<i7', s, 10 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
     end
     used = lo
   end
@@ -139,7 +157,7 @@ if m > 0 then
 elseif used > 0 then
   local i = w - 1
   if i < 0 then i = i + N end
-  reset = struct.unpack('<i7', s, 10 + i * 7) + T - now
+  reset = unpack('<i7', s, 10 + i * 7) + T - now
 end
 if allowed then
   return {1, 0, N - used, 0, reset, reset, 0}
@@ -153,7 +171,7 @@ if i < n then
   if d < m then
     retry = T
   else
-    retry = struct.unpack('<i7', s, 10 + i * 7) + T - now
+    retry = unpack('<i7', s, 10 + i * 7) + T - now
     if retry < 0 then retry = 0 end
   end
 end
