@@ -40,11 +40,16 @@ var decideSrc string
 //go:embed exact1.lua
 var exact1Src string
 
+//go:embed bounded1.lua
+var bounded1Src string
+
 // The scripts are shared by every Store: their SHA-1s are computed once, in Go.
-// exact1Script serves the policies of one exact rate, decideScript every other.
+// exact1Script serves the policies of one exact rate, bounded1Script those of one bounded
+// rate, decideScript every other.
 var (
-	decideScript = redis.NewScript(decideSrc)
-	exact1Script = redis.NewScript(exact1Src)
+	decideScript   = redis.NewScript(decideSrc)
+	exact1Script   = redis.NewScript(exact1Src)
+	bounded1Script = redis.NewScript(bounded1Src)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use and
@@ -287,13 +292,14 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 // A plan is a policy's part of the script's arguments, and the script that decides it.
 type plan struct {
 	script *redis.Script
-	// expire is the fifth argument: for decide.lua 1 (set the expiry); for exact1.lua the
-	// expiry after a grant in milliseconds, the period rounded up.
+	// expire is the fifth argument: for decide.lua and bounded1.lua 1 (set the expiry); for
+	// exact1.lua the expiry after a grant in milliseconds, the period rounded up.
 	expire int64
 	// tail: for decide.lua L, BoundedBuckets, the number of rates, then count, period,
-	// granule of each; for exact1.lua the count and the period.
+	// granule of each; for exact1.lua the count and the period; for bounded1.lua the
+	// count, the period and the granule.
 	tail   []byte
-	format string // decide.lua's struct format of all the arguments; empty for exact1.lua
+	format string // decide.lua's struct format of all the arguments; empty for the lean scripts
 }
 
 // maxPlans bounds the per-policy cache; an application with more policies than this
@@ -316,6 +322,15 @@ func (s *Store) plan(p *core.Policy) *plan {
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(us))
 		return s.keep(p, pl)
 	}
+	if r := p.Rate(0); n == 1 {
+		// One bounded rate: the lean script, which keeps its own expiry (1: set one).
+		us := micros(r.Period)
+		pl := &plan{script: bounded1Script, expire: 1}
+		for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
+			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
+		}
+		return s.keep(p, pl)
+	}
 	logLen := 0
 	for i := range n {
 		if r := p.Rate(i); r.Exact() {
@@ -328,7 +343,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 		us := micros(r.Period)
 		g := int64(0)
 		if !r.Exact() {
-			g = (us + core.BoundedBuckets - 1) / core.BoundedBuckets
+			g = granuleOf(us)
 		}
 		vals = append(vals, int64(r.Count), us, g)
 	}
@@ -354,6 +369,10 @@ func (s *Store) now() time.Time {
 	}
 	return time.Now()
 }
+
+// granuleOf is a bounded rate's bucket width for a period of us microseconds, as the
+// engine's: the period over core.BoundedBuckets, rounded up.
+func granuleOf(us int64) int64 { return (us + core.BoundedBuckets - 1) / core.BoundedBuckets }
 
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
 

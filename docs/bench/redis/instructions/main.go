@@ -1,0 +1,88 @@
+// Command instructions makes a fixed number of rate-limit decisions against a redis-server,
+// for instructions.sh, which runs that server under valgrind's callgrind and reports the
+// server's instructions per decision: a count that, unlike decisions per second, does not
+// move with the machine's load.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/redisstore"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6379", "the redis-server to decide on (loopback)")
+	name := flag.String("case", "hot100", "which decisions: "+fmt.Sprint(names()))
+	n := flag.Int("n", 1, "how many decisions")
+	flag.Parse()
+	c, ok := cases[*name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "instructions: unknown case %q, want one of %v\n", *name, names())
+		os.Exit(2)
+	}
+	client := redis.NewClient(&redis.Options{Addr: *addr})
+	defer client.Close()
+	ctx := context.Background()
+	decide := c(client)
+	for i := range *n {
+		if err := decide(ctx, i); err != nil {
+			fmt.Fprintf(os.Stderr, "instructions: %s, decision %d: %v\n", *name, i, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// The cases match the benchmarks in bench_test.go. Under callgrind the server runs about 50
+// times slower, so the hot exact limits use a 10ms window (rather than 1ms) to stay admitted
+// with a full ring.
+var cases = map[string]func(*redis.Client) func(context.Context, int) error{
+	"hot100":  reqlimitHot("100/10ms"),
+	"hot256":  reqlimitHot("256/10ms"),
+	"bounded": reqlimitHot("1000000000/1s"),
+	"fresh": func(c *redis.Client) func(context.Context, int) error {
+		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
+		p := core.MustParsePolicy("100/1m")
+		return func(ctx context.Context, i int) error {
+			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i)})
+			return err
+		}
+	},
+	"rr-hot": func(c *redis.Client) func(context.Context, int) error {
+		l := redis_rate.NewLimiter(c)
+		return func(ctx context.Context, _ int) error {
+			_, err := l.Allow(ctx, "hot", redis_rate.PerSecond(1000000000))
+			return err
+		}
+	},
+	"rr-fresh": func(c *redis.Client) func(context.Context, int) error {
+		l := redis_rate.NewLimiter(c)
+		return func(ctx context.Context, i int) error {
+			_, err := l.Allow(ctx, "client-"+strconv.Itoa(i), redis_rate.PerMinute(100))
+			return err
+		}
+	},
+}
+
+func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) error {
+	return func(c *redis.Client) func(context.Context, int) error {
+		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
+		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "hot"}
+		return func(ctx context.Context, _ int) error {
+			_, err := s.Decide(ctx, q)
+			return err
+		}
+	}
+}
+
+func names() []string {
+	return []string{"hot100", "hot256", "bounded", "fresh", "rr-hot", "rr-fresh"}
+}
