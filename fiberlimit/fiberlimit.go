@@ -147,7 +147,18 @@ func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, 
 // the values, so they may be transient.
 type header struct{ c *fiber.Ctx }
 
-func (h header) Set(name, value string) { h.c.Set(name, value) }
+func (h header) Set(name, value string) {
+	switch name {
+	case core.HeaderRateLimitPolicy, core.HeaderRateLimit, core.HeaderRetryAfter,
+		core.HeaderLimit, core.HeaderRemaining, core.HeaderReset:
+		// core's names are already in fasthttp's normalized form (TestHeaderNamesNormalized),
+		// which is also what it sends when normalizing is off: skip normalizing and copying
+		// the name, the larger part of setting a field.
+		h.c.Response().Header.SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
+	default:
+		h.c.Set(name, value)
+	}
+}
 
 // request is core.Request over *fiber.Ctx; one pointer, so boxing it allocates nothing.
 // Every string it returns is a copy: key functions and stores may keep them.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/fiberlimit"
@@ -126,6 +127,39 @@ func TestForgedLeftmostForwardedForIgnored(t *testing.T) {
 			if admitted != 1 {
 				t.Fatalf("EnableIPValidation=%v, opt-in %v: %d of 20 admitted under 1 per minute", validate, optIn, admitted)
 			}
+		}
+	}
+}
+
+// TestHeaderNamesNormalized backs the adapter's shortcut past fasthttp's normalizing: core's
+// field names must already be in the form fasthttp would give them.
+func TestHeaderNamesNormalized(t *testing.T) {
+	for _, name := range []string{core.HeaderRateLimitPolicy, core.HeaderRateLimit, core.HeaderRetryAfter,
+		core.HeaderLimit, core.HeaderRemaining, core.HeaderReset} {
+		if got := string(fasthttp.AppendNormalizedHeaderKey(nil, name)); got != name {
+			t.Errorf("%q normalizes to %q", name, got)
+		}
+	}
+}
+
+// TestFieldsWithNormalizingOff: with DisableHeaderNormalizing the fields keep core's names,
+// and a handler setting one of them again replaces it rather than adding a second copy.
+func TestFieldsWithNormalizingOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		app := fiber.New(fiber.Config{DisableHeaderNormalizing: off})
+		app.Get("/x", fiberlimit.Limit(5, time.Minute, core.WithHeaders(core.HeadersBoth)), func(c *fiber.Ctx) error {
+			c.Set(core.HeaderLimit, "overridden")
+			return c.SendString("ok")
+		})
+		resp, err := app.Test(httptest.NewRequest("GET", "/x", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Header.Values(core.HeaderLimit); len(got) != 1 || got[0] != "overridden" {
+			t.Errorf("normalizing off=%v: %s = %q, want one value, the handler's", off, core.HeaderLimit, got)
+		}
+		if got := resp.Header.Get(core.HeaderRateLimitPolicy); got != `"5/1m";q=5;w=60` {
+			t.Errorf("normalizing off=%v: %s = %q", off, core.HeaderRateLimitPolicy, got)
 		}
 	}
 }
