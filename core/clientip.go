@@ -14,10 +14,12 @@ const unknownClient = "unknown"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
 func (l *Limiter) ClientKey(peer string, r Request) string {
-	host := hostOf(peer)
-	if len(l.cfg.trusted) == 0 && canonicalIPv4(host) {
-		return host // the common case, decided without parsing into netip
+	if len(l.cfg.trusted) == 0 {
+		if host, ok := canonicalIPv4Host(peer); ok {
+			return host // the common case, decided in one pass without parsing into netip
+		}
 	}
+	host := hostOf(peer)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
 		if host == "" {
@@ -62,30 +64,36 @@ func hostOf(s string) string {
 	return s // no colon (a bare IPv4 or name), or several (a bare IPv6)
 }
 
-// canonicalIPv4 reports whether s is dotted-quad IPv4 as netip prints it: four decimal
-// numbers 0-255 without leading zeros. Such text is already the key.
-func canonicalIPv4(s string) bool {
+// canonicalIPv4Host returns hostOf(s) and true when that host is dotted-quad IPv4 as netip
+// prints it: four decimal numbers 0-255 without leading zeros. Such text is already the
+// key. It reads s once; most peers are "a.b.c.d:port".
+func canonicalIPv4Host(s string) (string, bool) {
 	parts, n, digits := 0, 0, 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= '0' && c <= '9':
 			if digits > 0 && n == 0 { // a leading zero
-				return false
+				return "", false
 			}
 			n = n*10 + int(c-'0')
 			digits++
 			if n > 255 {
-				return false
+				return "", false
 			}
 		case c == '.' && digits > 0 && parts < 3:
 			parts++
 			n, digits = 0, 0
+		case c == ':' && digits > 0 && parts == 3:
+			if strings.IndexByte(s[i+1:], ':') >= 0 {
+				return "", false // hostOf keeps text with several colons whole
+			}
+			return s[:i], true
 		default:
-			return false
+			return "", false
 		}
 	}
-	return parts == 3 && digits > 0
+	return s, parts == 3 && digits > 0
 }
 
 func (l *Limiter) trusts(a netip.Addr) bool {
