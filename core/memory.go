@@ -63,6 +63,16 @@ type keyTable struct {
 	// first need, never swept, outside the shards and the key count.
 	overflowMu sync.Mutex
 	overflow   atomic.Pointer[int64]
+
+	// scope is the first scope decided in the table and its hash, kept for good: a limit
+	// on one route always brings the same scope, so its hash is computed once. Set once,
+	// so a table shared by many routes allocates nothing either.
+	scope atomic.Pointer[scopeHash]
+}
+
+type scopeHash struct {
+	scope string
+	hash  uint64
 }
 
 type tableShard struct {
@@ -152,11 +162,20 @@ func (m *MemoryStore) now() int64 {
 	return int64(time.Since(m.epoch))
 }
 
-// hash names a key within its policy's table. Keys are 64-bit seeded hashes: two distinct
+// hash names a key within its policy's table t. Keys are 64-bit seeded hashes: two distinct
 // keys of one policy share a bucket with probability about n²/2⁶⁵ for n keys (3·10⁻⁸ at a
 // million), and sharing only ever makes a limit stricter.
-func (m *MemoryStore) hash(scope, key string) uint64 {
-	h := maphash.String(m.seedKey, key) ^ bits.RotateLeft64(maphash.String(m.seedScope, scope), 29)
+func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
+	var hs uint64
+	if sh := t.scope.Load(); sh != nil && sh.scope == scope {
+		hs = sh.hash
+	} else {
+		hs = maphash.String(m.seedScope, scope)
+		if sh == nil {
+			t.scope.CompareAndSwap(nil, &scopeHash{scope: scope, hash: hs})
+		}
+	}
+	h := maphash.String(m.seedKey, key) ^ bits.RotateLeft64(hs, 29)
 	if h == sweptHash {
 		h = 1
 	}
@@ -187,7 +206,7 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 		return p.checkCost(q.Cost) // before any key is made for it
 	}
 	t := m.table(p)
-	h := m.hash(q.Scope, q.Key)
+	h := m.hash(t, q.Scope, q.Key)
 	sh := &t.shards[h>>(64-6)]
 	for {
 		e := sh.find(h)
