@@ -20,6 +20,8 @@ if useTime == 1 then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
+-- The server's own time: expiry is counted from it, even after now is clamped forward.
+local tnow = now
 local key = KEYS[1]
 local NB, HDR = 101, 39
 
@@ -93,12 +95,15 @@ if rem < 0 then rem = 0 end
 
 -- Write. Expiry is cleanup only: the key must outlive the end of its newest bucket by T.
 -- It is set one period beyond that and renewed only when a grant finds it short, so an
--- expiry write is needed about once per period rather than on every grant.
+-- expiry write is needed about once per period rather than on every grant. E is on the
+-- key's clock (clamped to last); Redis counts the expiry from the server's TIME, so it is
+-- set to reach E even when that clock has stepped back behind the key, plus 1 ms against
+-- rounding and the microseconds between the script's start and TIME.
 if recorded then
   local keep = (newest + 1) * g + T
   local renew = expire == 1 and E < keep
   if renew then E = keep + T end
-  local ms = math.ceil((E - now) / 1000)
+  local ms = math.ceil((E - tnow) / 1000) + 1
   if fresh or cleared then
     local parts = {pack('<i8i8i8i8i7', now, lo, sum, newest, E)}
     for i = 0, NB - 1 do parts[i + 2] = pack('<i8', cnt[i] or 0) end

@@ -21,6 +21,8 @@ if useTime == 1 then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
+-- The server's own time: expiry is counted from it, even after now is clamped forward.
+local tnow = now
 local key = KEYS[1]
 local NEVER = -9007199254740992
 local E = 0
@@ -50,7 +52,7 @@ if n == 0 then
   if mode == 2 then return {1, 0, N, 0, 0, 0, 0} end
   local v = rep(pack('<i7', now), cost)
   if ttl > 0 then
-    call('SET', key, pack('<I2i7', cost % N, now + 2 * ttl * 1000) .. v, 'PX', 2 * ttl)
+    call('SET', key, pack('<I2i7', cost % N, now + 2 * ttl * 1000) .. v, 'PX', 2 * ttl + 1)
   else
     call('SET', key, pack('<I2i7', cost % N, 0) .. v)
   end
@@ -82,18 +84,26 @@ end
 -- Expiry is cleanup only: the key must outlive its newest grant by T (ttl). Renewing it
 -- on every grant would cost a PEXPIRE (or SET's PX) each time, the dearest part of a
 -- write, so it is set to twice that and renewed only when less than ttl is left: a key
--- then expires between T and 2T after its newest grant, never sooner.
+-- then expires between T and 2T after its newest grant, never sooner. E is on the key's
+-- clock (clamped to its newest grant); the expiry Redis counts starts from the server's
+-- TIME, so it is set to reach E even when the server's clock has stepped back behind the
+-- key, plus 1 ms against rounding and the few microseconds between the script's start and
+-- TIME.
 local w0, m = w, 0
 if mode == 1 or (allowed and mode == 0) then
   local p = pack('<i7', now)
   local renew = ttl > 0 and E < now + ttl * 1000
-  if renew then E = now + 2 * ttl * 1000 end
+  local ms = 0
+  if renew then
+    E = now + 2 * ttl * 1000
+    ms = math.ceil((E - tnow) / 1000) + 1
+  end
   if n == N then
     m = cost
     w = (w + cost) % N
     if renew then
       call('SETRANGE', key, 0, pack('<I2i7', w, E))
-      call('PEXPIRE', key, 2 * ttl)
+      call('PEXPIRE', key, ms)
     else
       call('SETRANGE', key, 0, pack('<I2', w))
     end
@@ -116,7 +126,7 @@ if mode == 1 or (allowed and mode == 0) then
     w = (w + cost) % N
     s = pack('<I2i7', w, E) .. s
     if renew then
-      call('SET', key, s, 'PX', 2 * ttl)
+      call('SET', key, s, 'PX', ms)
     elseif ttl > 0 then
       call('SET', key, s, 'KEEPTTL')
     else

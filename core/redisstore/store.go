@@ -140,7 +140,8 @@ func honorsContext(c redis.UniversalClient) bool {
 
 // Key returns the Redis key that holds the state of (policy, scope, key), for operators
 // and tests: prefix + "{" + 32 hex digits + "}". The digits are the first 16 bytes of the
-// SHA-256 of the length-prefixed policy text, scope and key, the same in every process.
+// SHA-256 of the length-prefixed layout generation, policy text, scope and key, the same
+// in every process.
 func (s *Store) Key(p *core.Policy, scope, key string) string {
 	h := hashOf(p, scope, key)
 	return s.keyName(h)
@@ -163,7 +164,7 @@ func (s *Store) keyName(h [16]byte) string {
 func hashOf(p *core.Policy, scope, key string) [16]byte {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
-	for _, f := range [...]string{p.String(), scope, key} {
+	for _, f := range [...]string{layout, p.String(), scope, key} {
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
 		h.Write([]byte(f))
 	}
@@ -171,6 +172,13 @@ func hashOf(p *core.Policy, scope, key string) [16]byte {
 	h.Sum(sum[:0])
 	return [16]byte(sum[:16])
 }
+
+// layout names the generation of the scripts' value layouts, and is part of every key: a
+// release that changes a layout changes it, so that its scripts never misread a value an
+// older release wrote (a misread ring could admit a request too many). During a rolling
+// upgrade across such a change, old and new processes then count in separate buckets
+// until the old ones are gone; see docs/redis.md.
+const layout = "reqlimit-layout-2"
 
 var errNilPolicy = errors.New("redisstore: query has no policy")
 
