@@ -56,6 +56,22 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 			return err
 		}
 	},
+	// many: 700 keys in turn, each decided about three times in 2,000 (a young ring).
+	"many": func(c *redis.Client) func(context.Context, int) error {
+		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
+		p := core.MustParsePolicy("100/1m")
+		return func(ctx context.Context, i int) error {
+			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i%700)})
+			return err
+		}
+	},
+	"rr-many": func(c *redis.Client) func(context.Context, int) error {
+		l := redis_rate.NewLimiter(c)
+		return func(ctx context.Context, i int) error {
+			_, err := l.Allow(ctx, "client-"+strconv.Itoa(i%700), redis_rate.PerMinute(100))
+			return err
+		}
+	},
 	"rr-hot": func(c *redis.Client) func(context.Context, int) error {
 		l := redis_rate.NewLimiter(c)
 		return func(ctx context.Context, _ int) error {
@@ -84,5 +100,5 @@ func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) e
 }
 
 func names() []string {
-	return []string{"hot100", "hot256", "bounded", "fresh", "rr-hot", "rr-fresh"}
+	return []string{"hot100", "hot256", "bounded", "fresh", "many", "rr-hot", "rr-fresh", "rr-many"}
 }
