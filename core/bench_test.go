@@ -81,6 +81,30 @@ func BenchmarkOneKeySerial(b *testing.B) {
 	})
 }
 
+// BenchmarkFloor times, alone, the two steps no strict in-process decision can skip: a
+// monotonic clock read and an uncontended lock around the key's state. Their sum is the
+// floor under BenchmarkOneKeySerial's reqlimit rows.
+func BenchmarkFloor(b *testing.B) {
+	start := time.Now()
+	var sink time.Duration
+	b.Run("clock", func(b *testing.B) {
+		for b.Loop() {
+			sink += time.Since(start)
+		}
+	})
+	b.Run("mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		for b.Loop() {
+			mu.Lock()
+			sink++
+			mu.Unlock()
+		}
+	})
+	if sink == 42 {
+		b.Log(sink) // keeps sink live
+	}
+}
+
 func BenchmarkOneKeyParallel(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range paths {
