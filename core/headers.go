@@ -41,11 +41,14 @@ func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
 // The IETF fields follow draft-ietf-httpapi-ratelimit-headers-10: RateLimit-Policy lists
 // every rate as `"3/1m";q=3;w=60`, and RateLimit reports the tightest as
 // `"3/1m";r=REMAINING;t=SECONDS_UNTIL_ITS_QUOTA_IS_WHOLE`.
-func (l *Limiter) SetHeaders(h HeaderSetter, v Verdict) {
+//
+// v is a pointer because a Verdict is about a hundred bytes, copied on every request
+// otherwise; SetHeaders does not keep it.
+func (l *Limiter) SetHeaders(h HeaderSetter, v *Verdict) {
 	if v.Skipped {
 		return
 	}
-	d := v.Decision
+	d := &v.Decision
 	if !v.Allow {
 		h.Set(HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
@@ -100,7 +103,7 @@ func newFieldCache(p *Policy) fieldCache {
 }
 
 // rateLimit returns the RateLimit field for d, cached when it can be.
-func (c *fieldCache) rateLimit(l *Limiter, d Decision) *[1]string {
+func (c *fieldCache) rateLimit(l *Limiter, d *Decision) *[1]string {
 	i, secs := d.Rate, int(ceilSeconds(d.Reset))
 	if c.vals == nil || i < 0 || i >= len(c.secs) || secs > c.secs[i] || d.Remaining > d.Limit {
 		return &[1]string{l.rateLimitField(d)}
@@ -115,7 +118,7 @@ func (c *fieldCache) rateLimit(l *Limiter, d Decision) *[1]string {
 }
 
 // rateLimitField formats the RateLimit field with one allocation.
-func (l *Limiter) rateLimitField(d Decision) string {
+func (l *Limiter) rateLimitField(d *Decision) string {
 	var buf [96]byte
 	name := l.rateNames[0]
 	if d.Rate >= 0 && d.Rate < len(l.rateNames) {

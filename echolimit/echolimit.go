@@ -69,7 +69,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 		in.Request = &request{c}
 	}
 	v := m.l.Check(r.Context(), in)
-	m.l.SetHeaders(core.HeaderMap(c.Response().Header()), v)
+	m.l.SetHeaders(core.HeaderMap(c.Response().Header()), &v)
 	if v.Allow {
 		return next(c)
 	}

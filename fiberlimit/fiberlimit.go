@@ -76,7 +76,7 @@ func Middleware(l *core.Limiter) fiber.Handler {
 			in.Path = utils.CopyString(c.Path())
 		}
 		v := l.Check(c.UserContext(), in)
-		l.SetHeaders(header{c}, v)
+		l.SetHeaders(header{c}, &v)
 		if v.Allow {
 			return c.Next()
 		}

@@ -51,7 +51,7 @@ func Middleware(l *core.Limiter) gin.HandlerFunc {
 			peer = c.ClientIP()
 		}
 		v := l.Check(c.Request.Context(), core.Input{Route: c.FullPath(), Path: c.Request.URL.Path, Peer: peer, Request: request{c}})
-		l.SetHeaders(core.HeaderMap(c.Writer.Header()), v)
+		l.SetHeaders(core.HeaderMap(c.Writer.Header()), &v)
 		if v.Allow {
 			c.Next()
 			return

@@ -58,7 +58,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, route = h.mux.Handler(r)
 	}
 	v := h.l.Check(r.Context(), core.Input{Route: route, Path: r.URL.Path, Peer: r.RemoteAddr, Request: request{r}})
-	h.l.SetHeaders(core.HeaderMap(w.Header()), v)
+	h.l.SetHeaders(core.HeaderMap(w.Header()), &v)
 	if v.Allow {
 		h.next.ServeHTTP(w, r)
 		return

@@ -24,7 +24,7 @@ func BenchmarkCoreCheck(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				v := l.Check(ctx, in)
-				l.SetHeaders(h, v)
+				l.SetHeaders(h, &v)
 				if !v.Allow {
 					b.Fatal("refused")
 				}
