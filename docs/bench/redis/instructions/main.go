@@ -48,6 +48,9 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	"hot100":  reqlimitHot("100/10ms"),
 	"hot256":  reqlimitHot("256/10ms"),
 	"bounded": reqlimitHot("1000000000/1s"),
+	// Several rates per route, hot (the generic script): two exact, two bounded.
+	"multi-exact":   reqlimitHot("100/10ms,200/50ms"),
+	"multi-bounded": reqlimitHot("1000/100ms,5000/1s"),
 	"fresh": func(c *redis.Client) func(context.Context, int) error {
 		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
 		p := core.MustParsePolicy("100/1m")
@@ -100,5 +103,5 @@ func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) e
 }
 
 func names() []string {
-	return []string{"hot100", "hot256", "bounded", "fresh", "many", "rr-hot", "rr-fresh", "rr-many"}
+	return []string{"hot100", "hot256", "bounded", "multi-exact", "multi-bounded", "fresh", "many", "rr-hot", "rr-fresh", "rr-many"}
 }
