@@ -14,12 +14,16 @@
 -- Returns  {allowed (0/1), rate index, remaining, retry, reset, full reset, wait} (microseconds).
 --
 -- Every step mirrors core.Policy.Apply and core.Policy.report: keep them in step.
+-- Library functions are held in locals: Redis's Lua interprets every global lookup.
+local unpack, pack, call = struct.unpack, struct.pack, redis.call
+local floor, max, min, ceil = math.floor, math.max, math.min, math.ceil
+local rep, sub, concat = string.rep, string.sub, table.concat
 local key = KEYS[1]
 -- The arguments come packed (struct.unpack is far cheaper than tonumber on strings).
-local v = {struct.unpack(ARGV[2], ARGV[1])}
+local v = {unpack(ARGV[2], ARGV[1])}
 local now
 if v[1] == 1 then
-  local t = redis.call('TIME')
+  local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 else
   now = v[2]
@@ -43,14 +47,14 @@ local ringOff = hdr + B * blkLen
 -- Read the state; anything malformed (a foreign value under our key) reads as empty.
 -- Only the headers are unpacked here: entries and bucket counts are read where needed,
 -- so a decision costs the same whatever the ring's length.
-local s = redis.call('GET', key)
+local s = call('GET', key)
 local w, last, n, fresh = 0, 0, 0, true
 if s and #s >= ringOff and (#s - ringOff) % E == 0 and (#s - ringOff) / E <= L then
   local n0 = (#s - ringOff) / E
-  local w0 = struct.unpack('<I2', s)
+  local w0 = unpack('<I2', s)
   if (n0 < L and w0 == n0) or (n0 == L and (w0 < L or L == 0)) then
     fresh, w, n = false, w0, n0
-    if B > 0 then last = struct.unpack('<i8', s, 3) end
+    if B > 0 then last = unpack('<i8', s, 3) end
   end
 end
 
@@ -64,20 +68,20 @@ local function entry(k) -- the k-th most recent grant (k >= 1), NEVER where the 
   local i = w - k
   if i < 0 then i = i + L end
   if i >= n then return NEVER end
-  if ring then return (struct.unpack(EF, ring, i * E + 1)) end
+  if ring then return (unpack(EF, ring, i * E + 1)) end
   for x = 1, #wfrom do
     if i >= wfrom[x] and i < wto[x] then return now end
   end
-  return (struct.unpack(EF, s, ringOff + i * E + 1))
+  return (unpack(EF, s, ringOff + i * E + 1))
 end
 
 -- usedInLog counts the grants after cutoff among the last c, by binary search over the
 -- n entries the ring holds (a young key's search is short).
 local function usedInLog(c, cutoff)
   if c <= n and entry(c) > cutoff then return c end
-  local lo, hi = 0, math.min(c - 1, n)
+  local lo, hi = 0, min(c - 1, n)
   while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
+    local mid = floor((lo + hi + 1) / 2)
     if entry(mid) > cutoff then lo = mid else hi = mid - 1 end
   end
   return lo
@@ -90,7 +94,7 @@ for j = 1, B do
   if fresh then
     blo[j], bsum[j], bnew[j], cleared[j] = 0, 0, 0, true
   else
-    blo[j], bsum[j], bnew[j] = struct.unpack('<i8i8i8', s, hdr + (j - 1) * blkLen + 1)
+    blo[j], bsum[j], bnew[j] = unpack('<i8i8i8', s, hdr + (j - 1) * blkLen + 1)
   end
 end
 local function cpos(j, k) return hdr + (j - 1) * blkLen + 24 + (k % NB) * 8 + 1 end
@@ -99,7 +103,7 @@ local function getc(j, k)
   local v = cnt[p]
   if v then return v end
   if cleared[j] then return 0 end
-  return (struct.unpack('<i8', s, p))
+  return (unpack('<i8', s, p))
 end
 
 -- Time never runs backwards for a key: clamp to the newest grant and the last decision.
@@ -114,7 +118,7 @@ local j = 0
 for i = 1, nr do
   if gran[i] > 0 then
     j = j + 1
-    local lo = math.floor((now - period[i]) / gran[i])
+    local lo = floor((now - period[i]) / gran[i])
     if lo > blo[j] then
       if bsum[j] ~= 0 then
         if lo - blo[j] >= NB then
@@ -154,15 +158,15 @@ end
 -- Record.
 local recorded = mode == 1 or (allowed and mode == 0)
 if recorded then
-  local m = math.min(cost, L)
+  local m = min(cost, L)
   if m > 0 then
-    local first = math.min(m, L - w)
+    local first = min(m, L - w)
     if n < L then
       ring = ''
-      if not fresh then ring = string.sub(s, ringOff + 1) end
-      local p = struct.pack(EF, now)
+      if not fresh then ring = sub(s, ringOff + 1) end
+      local p = pack(EF, now)
       local function put(from, c)
-        ring = string.sub(ring, 1, from * E) .. string.rep(p, c) .. string.sub(ring, (from + c) * E + 1)
+        ring = sub(ring, 1, from * E) .. rep(p, c) .. sub(ring, (from + c) * E + 1)
       end
       put(w, first)
       if m > first then put(0, m - first) end
@@ -177,7 +181,7 @@ if recorded then
   for i = 1, nr do
     if gran[i] > 0 then
       j = j + 1
-      local k = math.max(math.floor(now / gran[i]), bnew[j])
+      local k = max(floor(now / gran[i]), bnew[j])
       cnt[cpos(j, k)] = getc(j, k) + cost
       bsum[j] = bsum[j] + cost
       bnew[j] = k
@@ -197,7 +201,7 @@ for i = 1, nr do
     used = usedInLog(count[i], now - T)
     if used > 0 then reset = entry(1) + T - now end
     if not allowed then
-      retry = math.max(0, entry(count[i] - cost + 1) + T - now)
+      retry = max(0, entry(count[i] - cost + 1) + T - now)
       if retry > wait then wait = retry end
     end
   else
@@ -208,18 +212,18 @@ for i = 1, nr do
     local need = used + cost - count[i]
     if not allowed and need > 0 then -- a rate with room reports no wait, as in core
       local freed = 0
-      retry = math.max(0, (bnew[j] + 1) * g + T - now)
+      retry = max(0, (bnew[j] + 1) * g + T - now)
       for k = blo[j], bnew[j] do
         freed = freed + getc(j, k)
         if freed >= need then
-          retry = math.max(0, (k + 1) * g + T - now)
+          retry = max(0, (k + 1) * g + T - now)
           break
         end
       end
       if retry > wait then wait = retry end
     end
   end
-  local rem = math.max(0, count[i] - used)
+  local rem = max(0, count[i] - used)
   local tighter
   if dRate < 0 then
     tighter = true
@@ -238,63 +242,63 @@ end
 -- bytes that changed. Expiry is cleanup only: it falls when the key holds nothing any
 -- window counts.
 if recorded then
-  local ttl = math.max(1, math.ceil(full / 1000))
+  local ttl = max(1, ceil(full / 1000))
   -- countsOf builds block jj's counts as stored, with the changes in cnt applied.
   local function countsOf(jj)
     local base = hdr + (jj - 1) * blkLen + 24
     local region
     if cleared[jj] then
-      region = string.rep('\0\0\0\0\0\0\0\0', NB)
+      region = rep('\0\0\0\0\0\0\0\0', NB)
     else
-      region = string.sub(s, base + 1, base + NB * 8)
+      region = sub(s, base + 1, base + NB * 8)
     end
     for pos, c in pairs(cnt) do
       local off = pos - 1 - base
       if off >= 0 and off < NB * 8 then
-        region = string.sub(region, 1, off) .. struct.pack('<i8', c) .. string.sub(region, off + 9)
+        region = sub(region, 1, off) .. pack('<i8', c) .. sub(region, off + 9)
       end
     end
     return region
   end
   if fresh or ring then
-    local parts = {struct.pack('<I2', w)}
-    if B > 0 then parts[2] = struct.pack('<i8', now) end
+    local parts = {pack('<I2', w)}
+    if B > 0 then parts[2] = pack('<i8', now) end
     for jj = 1, B do
-      parts[#parts + 1] = struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj])
+      parts[#parts + 1] = pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj])
       parts[#parts + 1] = countsOf(jj)
     end
     parts[#parts + 1] = ring or ''
-    local val = table.concat(parts)
+    local val = concat(parts)
     if expire then
-      redis.call('SET', key, val, 'PX', ttl)
+      call('SET', key, val, 'PX', ttl)
     else
-      redis.call('SET', key, val)
+      call('SET', key, val)
     end
   else
     -- The header, with the first block's header, which follows at once.
-    local h = struct.pack('<I2', w)
-    if B > 0 then h = h .. struct.pack('<i8i8i8i8', now, blo[1], bsum[1], bnew[1]) end
-    redis.call('SETRANGE', key, 0, h)
+    local h = pack('<I2', w)
+    if B > 0 then h = h .. pack('<i8i8i8i8', now, blo[1], bsum[1], bnew[1]) end
+    call('SETRANGE', key, 0, h)
     for jj = 1, B do
       local base = hdr + (jj - 1) * blkLen
       if jj > 1 then
-        redis.call('SETRANGE', key, base, struct.pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj]))
+        call('SETRANGE', key, base, pack('<i8i8i8', blo[jj], bsum[jj], bnew[jj]))
       end
-      if cleared[jj] then redis.call('SETRANGE', key, base + 24, countsOf(jj)) end
+      if cleared[jj] then call('SETRANGE', key, base + 24, countsOf(jj)) end
     end
     for pos, c in pairs(cnt) do
-      if not cleared[math.floor((pos - 1 - hdr) / blkLen) + 1] then
-        redis.call('SETRANGE', key, pos - 1, struct.pack('<i8', c))
+      if not cleared[floor((pos - 1 - hdr) / blkLen) + 1] then
+        call('SETRANGE', key, pos - 1, pack('<i8', c))
       end
     end
-    local p = struct.pack(EF, now)
+    local p = pack(EF, now)
     for x = 1, #wfrom do
-      redis.call('SETRANGE', key, ringOff + wfrom[x] * E, string.rep(p, wto[x] - wfrom[x]))
+      call('SETRANGE', key, ringOff + wfrom[x] * E, rep(p, wto[x] - wfrom[x]))
     end
-    if expire then redis.call('PEXPIRE', key, ttl) end
+    if expire then call('PEXPIRE', key, ttl) end
   end
 elseif B > 0 and not fresh and now > last then
-  redis.call('SETRANGE', key, 2, struct.pack('<i8', now))
+  call('SETRANGE', key, 2, pack('<i8', now))
 end
 
 local a = 0
