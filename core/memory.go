@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"math/bits"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,7 +101,8 @@ type slotArray struct {
 }
 
 // A slot holds an entry and its hash. The hash is stored before the entry is published, and
-// read after it, so a reader that sees an entry sees that entry's hash.
+// read after it, so a reader that sees an entry sees that entry's hash or a later slot
+// owner's; either way find trusts only the entry's own hash word.
 type slot struct {
 	hash  atomic.Uint64
 	entry atomic.Pointer[int64]
@@ -172,7 +174,8 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 	} else {
 		hs = maphash.String(m.seedScope, scope)
 		if sh == nil {
-			t.scope.CompareAndSwap(nil, &scopeHash{scope: scope, hash: hs})
+			// A copy: a caller's scope could alias a buffer it reuses.
+			t.scope.CompareAndSwap(nil, &scopeHash{scope: strings.Clone(scope), hash: hs})
 		}
 	}
 	h := maphash.String(m.seedKey, key) ^ bits.RotateLeft64(hs, 29)
