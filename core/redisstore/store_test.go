@@ -82,6 +82,13 @@ func TestMatchesEngine(t *testing.T) {
 					case 0:
 					case 1:
 						adv = time.Duration(rng.IntN(3000)) * time.Millisecond
+					case 2:
+						// Now and then backwards (a clock stepping back), which every side
+						// must clamp alike. Not with the deny cache: its clock is the
+						// process's monotonic one, which never steps back.
+						if !deny {
+							adv = -time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)/20+1)) * time.Microsecond
+						}
 					default:
 						adv = time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)/40+1)) * time.Microsecond
 					}
