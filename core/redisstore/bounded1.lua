@@ -11,7 +11,9 @@
 -- ARGV[1]  eight packed little-endian i8: use TIME (1) or the given now, now (microseconds),
 --          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), expire (1: keep an
 --          expiry), N, T, g (microseconds).
--- Returns  {allowed (0/1), 0, remaining, retry, reset, full reset, wait} (microseconds).
+-- Returns  allowed (0/1), 0, remaining, retry, reset, full reset, wait (microseconds), as
+--          seven packed little-endian i8 in one string: converting a table of seven
+--          numbers to a reply costs the server more than the rest of a short decision.
 --
 -- Library functions are held in locals: Redis's Lua interprets every global lookup.
 local unpack, pack, call, floor = struct.unpack, struct.pack, redis.call, math.floor
@@ -139,4 +141,4 @@ end
 
 local a = 0
 if allowed then a = 1 end
-return {a, 0, rem, retry, reset, reset, retry}
+return pack('<i8i8i8i8i8i8i8', a, 0, rem, retry, reset, reset, retry)

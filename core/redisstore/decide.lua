@@ -11,7 +11,8 @@
 --          now (microseconds), cost, mode (0 enforce, 1 penalty, 2 peek), expire (1 = set
 --          PEXPIRE), L, BoundedBuckets, the number of rates, then per rate: count, period
 --          (microseconds), granule (microseconds; 0 = exact rate).
--- Returns  {allowed (0/1), rate index, remaining, retry, reset, full reset, wait} (microseconds).
+-- Returns  allowed (0/1), rate index, remaining, retry, reset, full reset, wait (microseconds),
+--          as seven packed little-endian i8 in one string (cheaper to reply than a table).
 --
 -- Every step mirrors core.Policy.Apply and core.Policy.report: keep them in step.
 -- Library functions are held in locals: Redis's Lua interprets every global lookup.
@@ -303,4 +304,4 @@ end
 
 local a = 0
 if allowed then a = 1 end
-return {a, dRate, dRem, dRetry, dReset, full, wait}
+return pack('<i8i8i8i8i8i8i8', a, dRate, dRem, dRetry, dReset, full, wait)

@@ -10,7 +10,9 @@
 -- ARGV[1]  seven packed little-endian i8: use TIME (1) or the given now, now (microseconds),
 --          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), ttl (milliseconds,
 --          the expiry after a grant, T rounded up; 0 = none), N, T (microseconds).
--- Returns  {allowed (0/1), 0, remaining, retry, reset, full reset, wait} (microseconds).
+-- Returns  allowed (0/1), 0, remaining, retry, reset, full reset, wait (microseconds), as
+--          seven packed little-endian i8 in one string: converting a table of seven
+--          numbers to a reply costs the server more than the rest of a short decision.
 --
 -- Every step costs: Redis's Lua interprets each global lookup, table index and call, so
 -- library functions are held in locals, and a new key (the common case when keys are
@@ -49,14 +51,14 @@ end
 
 -- A new (or unreadable) key: the request fits (cost <= N) and is the only grant.
 if n == 0 then
-  if mode == 2 then return {1, 0, N, 0, 0, 0, 0} end
+  if mode == 2 then return pack('<i8i8i8i8i8i8i8', 1, 0, N, 0, 0, 0, 0) end
   local v = rep(pack('<i7', now), cost)
   if ttl > 0 then
     call('SET', key, pack('<I2i7', cost % N, now + 2 * ttl * 1000) .. v, 'PX', 2 * ttl + 1)
   else
     call('SET', key, pack('<I2i7', cost % N, 0) .. v)
   end
-  return {1, 0, N - cost, 0, T, T, 0}
+  return pack('<i8i8i8i8i8i8i8', 1, 0, N - cost, 0, T, T, 0)
 end
 
 -- Time never runs backwards for a key: clamp to the newest grant.
@@ -170,7 +172,7 @@ elseif used > 0 then
   reset = unpack('<i7', s, 10 + i * 7) + T - now
 end
 if allowed then
-  return {1, 0, N - used, 0, reset, reset, 0}
+  return pack('<i8i8i8i8i8i8i8', 1, 0, N - used, 0, reset, reset, 0)
 end
 local retry = 0
 local i = w - (N - cost + 1)
@@ -185,4 +187,4 @@ if i < n then
     if retry < 0 then retry = 0 end
   end
 end
-return {0, 0, N - used, retry, reset, reset, retry}
+return pack('<i8i8i8i8i8i8i8', 0, 0, N - used, retry, reset, reset, retry)

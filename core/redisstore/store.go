@@ -228,14 +228,14 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 }
 
 // run sends the script within the store's deadline.
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) ([]int64, error) {
+func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if !s.guard {
 		return s.eval(ctx, script, key, args)
 	}
 	type result struct {
-		v   []int64
+		v   reply
 		err error
 	}
 	ch := make(chan result, 1)
@@ -247,20 +247,46 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return reply{}, ctx.Err()
 	}
 }
 
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
-func (s *Store) eval(ctx context.Context, script *redis.Script, key string, args []any) ([]int64, error) {
+func (s *Store) eval(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
 	keys := []string{key}
 	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
 	}
-	return cmd.Int64Slice()
+	text, err := cmd.Text()
+	if err != nil {
+		return reply{}, err
+	}
+	return unpackReply(text)
+}
+
+// replyLen is the number of int64s every script returns, packed little-endian in one string.
+const replyLen = 7
+
+// A reply is a script's answer, unpacked.
+type reply [replyLen]int64
+
+// unpackReply reads a script's reply.
+func unpackReply(s string) (reply, error) {
+	var v reply
+	if len(s) != 8*replyLen {
+		return v, fmt.Errorf("unexpected script reply of %d bytes %q, want %d", len(s), s, 8*replyLen)
+	}
+	for i := range v {
+		var x uint64
+		for j := 7; j >= 0; j-- {
+			x = x<<8 | uint64(s[8*i+j])
+		}
+		v[i] = int64(x)
+	}
+	return v, nil
 }
 
 func isNoScript(err error) bool {
@@ -386,8 +412,8 @@ func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / t
 
 // decision reads the script's reply: the decision and, for a refusal, the true wait until
 // admission (see the deny cache).
-func decision(p *core.Policy, v []int64) (core.Decision, time.Duration, error) {
-	if len(v) != 7 || v[1] < 0 || int(v[1]) >= p.NumRates() {
+func decision(p *core.Policy, v reply) (core.Decision, time.Duration, error) {
+	if v[1] < 0 || int(v[1]) >= p.NumRates() {
 		return core.Decision{}, 0, fmt.Errorf("unexpected script reply %v", v)
 	}
 	r := p.Rate(int(v[1]))
