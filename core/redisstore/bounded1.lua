@@ -119,9 +119,9 @@ if recorded then
     end
   else
     if renew then
-      call('SETRANGE', key, 0, pack('<i8i8i8i8i7', now, lo, sum, newest, E))
+      call('SETRANGE', key, '0', pack('<i8i8i8i8i7', now, lo, sum, newest, E))
     else
-      call('SETRANGE', key, 0, pack('<i8i8i8i8', now, lo, sum, newest))
+      call('SETRANGE', key, '0', pack('<i8i8i8i8', now, lo, sum, newest))
     end
     -- The changed slots: the new grant's and, when buckets were dropped, the ones just
     -- after it (bucket newest-100 sits in slot newest+1 mod 101). One SETRANGE spans them.
@@ -136,7 +136,7 @@ if recorded then
     if renew then call('PEXPIRE', key, ms) end
   end
 elseif not fresh and now > last then
-  call('SETRANGE', key, 0, pack('<i8', now))
+  call('SETRANGE', key, '0', pack('<i8', now))
 end
 
 local a = 0

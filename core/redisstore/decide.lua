@@ -279,7 +279,7 @@ if recorded then
     -- The header, with the first block's header, which follows at once.
     local h = pack('<I2', w)
     if B > 0 then h = h .. pack('<i8i8i8i8', now, blo[1], bsum[1], bnew[1]) end
-    call('SETRANGE', key, 0, h)
+    call('SETRANGE', key, '0', h)
     for jj = 1, B do
       local base = hdr + (jj - 1) * blkLen
       if jj > 1 then
@@ -299,7 +299,7 @@ if recorded then
     if expire then call('PEXPIRE', key, ttl) end
   end
 elseif B > 0 and not fresh and now > last then
-  call('SETRANGE', key, 2, pack('<i8', now))
+  call('SETRANGE', key, '2', pack('<i8', now))
 end
 
 local a = 0

@@ -104,17 +104,17 @@ if mode == 1 or (allowed and mode == 0) then
     m = cost
     w = (w + cost) % N
     if renew then
-      call('SETRANGE', key, 0, pack('<I2i7', w, E))
+      call('SETRANGE', key, '0', pack('<I2i7', w, E))
       call('PEXPIRE', key, ms)
     else
-      call('SETRANGE', key, 0, pack('<I2', w))
+      call('SETRANGE', key, '0', pack('<I2', w))
     end
     local first = N - w0
     if cost <= first then
       call('SETRANGE', key, 9 + w0 * 7, rep(p, cost))
     else
       call('SETRANGE', key, 9 + w0 * 7, rep(p, first))
-      call('SETRANGE', key, 9, rep(p, cost - first))
+      call('SETRANGE', key, '9', rep(p, cost - first))
     end
   else
     local first = N - w
