@@ -3,10 +3,11 @@
 -- tables, no closures, one read; the write is one SET while the ring grows, two SETRANGEs
 -- once it is full, and a PEXPIRE only about once per period (see docs/redis.md, "Speed").
 --
--- KEYS[1]  the key's state: [I2 w] [i7 E] then a ring of up to N grant times, i7
+-- KEYS[1]  the key's state: [I2 w] [i7 E] [I2 b] then a ring of up to N grant times, i7
 --            microseconds each; the next grant goes to slot w. E is the expiry last set
 --            on the key, in server microseconds (0: none), so that the expiry is renewed
---            only when it would fall less than T after the newest grant.
+--            only when it would fall less than T after the newest grant. b is how many of
+--            the oldest entries had left the window when the key last recorded a grant.
 -- ARGV[1]  seven packed little-endian i8: use TIME (1) or the given now, now (microseconds),
 --          cost (1 <= cost <= N), mode (0 enforce, 1 penalty, 2 peek), ttl (milliseconds,
 --          the expiry after a grant, T rounded up; 0 = none), N, T (microseconds).
@@ -26,19 +27,20 @@ end
 -- The server's own time: expiry is counted from it, even after now is clamped forward.
 local tnow = now
 local key = KEYS[1]
-local NEVER = -9007199254740992
-local E = 0
+local HDR = 11 -- header bytes; the entry in ring slot i starts at byte HDR + 7i
+local E, b = 0, 0
 
 -- Read; anything malformed (a foreign value under our key) reads as empty.
 local s = call('GET', key)
 local w, n = 0, 0
 if s then
   local len = #s
-  if len >= 9 and (len - 9) % 7 == 0 and len <= 9 + 7 * N then
-    local n0 = (len - 9) / 7
-    local w0, E0 = unpack('<I2i7', s)
+  if len >= HDR and (len - HDR) % 7 == 0 and len <= HDR + 7 * N then
+    local n0 = (len - HDR) / 7
+    local w0, E0, b0 = unpack('<I2i7I2', s)
     if (n0 < N and w0 == n0) or (n0 == N and w0 < N) then
-      w, n, E = w0, n0, E0
+      w, n, E, b = w0, n0, E0, b0
+      if b > n then b = 0 end -- 0 is always a safe start for the search below
     else
       s = ''
     end
@@ -54,34 +56,53 @@ if n == 0 then
   if mode == 2 then return pack('<i8i8i8i8i8i8i8', 1, 0, N, 0, 0, 0, 0) end
   local v = rep(pack('<i7', now), cost)
   if ttl > 0 then
-    call('SET', key, pack('<I2i7', cost % N, now + 2 * ttl * 1000) .. v, 'PX', 2 * ttl + 1)
+    call('SET', key, pack('<I2i7I2', cost % N, now + 2 * ttl * 1000, 0) .. v, 'PX', 2 * ttl + 1)
   else
-    call('SET', key, pack('<I2i7', cost % N, 0) .. v)
+    call('SET', key, pack('<I2i7I2', cost % N, 0, 0) .. v)
   end
   return pack('<i8i8i8i8i8i8i8', 1, 0, N - cost, 0, T, T, 0)
 end
 
+-- Entries by age: the k-th oldest (k = 0 .. n-1) is in slot (base + k) mod N, whether the
+-- ring is full (base = w) or still growing (w = n, base = 0).
+local base = (w - n) % N
+
 -- Time never runs backwards for a key: clamp to the newest grant.
-if n > 0 then
-  local i = w - 1
-  if i < 0 then i = i + N end
-  local newest = unpack('<i7', s, 10 + i * 7)
-  if now < newest then now = newest end
-end
-
--- Decide: the (N-cost+1)-th most recent grant must be at least T old.
+local newest = unpack('<i7', s, HDR + 1 + ((w - 1) % N) * 7)
+if now < newest then now = newest end
 local cutoff = now - T
-local allowed = true
-do
-  local i = w - (N - cost + 1)
-  if i < 0 then i = i + N end
-  if i < n and unpack('<i7', s, 10 + i * 7) > cutoff then allowed = false end
-end
 
--- Record: cost entries at now from slot w. While the ring grows, the whole value with one
--- SET (it is short then); once it is full, the changed bytes with SETRANGE: building a
--- long string in Lua and handing it to SET costs more than the extra call. Afterwards
--- slots w0 .. w0+m-1 (mod N) hold now, and entries are read from s with them patched in.
+-- B: how many of the oldest entries are at or before cutoff (out of the window). The
+-- stored b is a lower bound: it was counted when the newest grant was made, and cutoff
+-- has not moved back since (now >= newest). Gallop up from b, then halve: a busy key's
+-- window has moved by an entry or two since, so this reads two or three entries where a
+-- search of the whole ring would read seven or eight.
+local lo, hi = b, n -- entries older than lo are out; entries from hi on are in
+local step = 1
+while true do
+  local k = lo + step - 1
+  if k >= hi then break end
+  if unpack('<i7', s, HDR + 1 + ((base + k) % N) * 7) <= cutoff then
+    lo, step = k + 1, step * 2
+  else
+    hi = k
+    break
+  end
+end
+while lo < hi do
+  local mid = (lo + hi) / 2
+  mid = mid - mid % 1 -- floor, without a call
+  if unpack('<i7', s, HDR + 1 + ((base + mid) % N) * 7) <= cutoff then lo = mid + 1 else hi = mid end
+end
+local B = lo
+
+-- Decide: the window holds n - B grants; cost more must fit in N.
+local allowed = n - B + cost <= N
+
+-- Record: cost entries at now from slot w, overwriting the oldest ov (once the ring is
+-- full). While the ring grows, the whole value with one SET (it is short then); once it
+-- is full, the changed bytes with SETRANGE: building a long string in Lua and handing it
+-- to SET costs more than the extra call.
 --
 -- Expiry is cleanup only: the key must outlive its newest grant by T (ttl). Renewing it
 -- on every grant would cost a PEXPIRE (or SET's PX) each time, the dearest part of a
@@ -91,8 +112,13 @@ end
 -- TIME, so it is set to reach E even when the server's clock has stepped back behind the
 -- key, plus 1 ms against rounding and the few microseconds between the script's start and
 -- TIME.
-local w0, m = w, 0
+local m, ov = 0, 0
 if mode == 1 or (allowed and mode == 0) then
+  m = cost
+  ov = n + cost - N
+  if ov < 0 then ov = 0 end
+  local Bafter = B - ov
+  if Bafter < 0 then Bafter = 0 end
   local p = pack('<i7', now)
   local renew = ttl > 0 and E < now + ttl * 1000
   local ms = 0
@@ -100,90 +126,62 @@ if mode == 1 or (allowed and mode == 0) then
     E = now + 2 * ttl * 1000
     ms = math.ceil((E - tnow) / 1000) + 1
   end
+  local w0 = w
+  w = (w + cost) % N
   if n == N then
-    m = cost
-    w = (w + cost) % N
-    if renew then
-      call('SETRANGE', key, '0', pack('<I2i7', w, E))
-      call('PEXPIRE', key, ms)
-    else
-      call('SETRANGE', key, '0', pack('<I2', w))
-    end
+    call('SETRANGE', key, '0', pack('<I2i7I2', w, E, Bafter))
+    if renew then call('PEXPIRE', key, ms) end
     local first = N - w0
     if cost <= first then
-      call('SETRANGE', key, 9 + w0 * 7, rep(p, cost))
+      call('SETRANGE', key, HDR + w0 * 7, rep(p, cost))
     else
-      call('SETRANGE', key, 9 + w0 * 7, rep(p, first))
-      call('SETRANGE', key, '9', rep(p, cost - first))
+      call('SETRANGE', key, HDR + w0 * 7, rep(p, first))
+      call('SETRANGE', key, '11', rep(p, cost - first))
     end
   else
-    local first = N - w
+    local first, ring = N - w0, nil
     if cost <= first then
-      s = sub(s, 10, 9 + w * 7) .. rep(p, cost) .. sub(s, 10 + (w + cost) * 7)
+      ring = sub(s, HDR + 1, HDR + w0 * 7) .. rep(p, cost)
     else -- the grant wraps round: the ring is full afterwards
       local second = cost - first
-      s = rep(p, second) .. sub(s, 10 + second * 7, 9 + w * 7) .. rep(p, first)
+      ring = rep(p, second) .. sub(s, HDR + 1 + second * 7, HDR + w0 * 7) .. rep(p, first)
     end
-    n = #s / 7
-    w = (w + cost) % N
-    s = pack('<I2i7', w, E) .. s
+    local v = pack('<I2i7I2', w, E, Bafter) .. ring
     if renew then
-      call('SET', key, s, 'PX', ms)
+      call('SET', key, v, 'PX', ms)
     elseif ttl > 0 then
-      call('SET', key, s, 'KEEPTTL')
+      call('SET', key, v, 'KEEPTTL')
     else
-      call('SET', key, s)
+      call('SET', key, v)
     end
   end
 end
 
--- Report, as core.Policy.report, on the state after recording: used is the number of
--- grants after cutoff among the last N, by binary search (entries get older with k).
--- An entry at slot i is now when (i - w0) mod N < m, else read from s.
-local used = 0
-if n > 0 then
-  local i = w - N
-  if i < 0 then i = i + N end
-  local d = i - w0
-  if d < 0 then d = d + N end
-  if i < n and (d < m or unpack('<i7', s, 10 + i * 7) > cutoff) then
-    used = N
-  else
-    local lo, hi = 0, n
-    if hi > N - 1 then hi = N - 1 end
-    while lo < hi do
-      local mid = (lo + hi + 1) / 2
-      mid = mid - mid % 1 -- floor, without a call
-      i = w - mid
-      if i < 0 then i = i + N end
-      d = i - w0
-      if d < 0 then d = d + N end
-      if d < m or unpack('<i7', s, 10 + i * 7) > cutoff then lo = mid else hi = mid - 1 end
-    end
-    used = lo
-  end
-end
+-- Report, as core.Policy.report, on the state after recording: its n + m - ov entries,
+-- the oldest B - ov of them (at least 0) out of the window, the m newest at now. An entry
+-- of age q there that is not new is the entry of age q + ov before, read from s, which
+-- still holds the value as it was read.
+local nAfter = n + m - ov
+local out = B - ov
+if out < 0 then out = 0 end
+local used = nAfter - out
 local reset = 0
 if m > 0 then
   reset = T -- the newest entry is now
 elseif used > 0 then
-  local i = w - 1
-  if i < 0 then i = i + N end
-  reset = unpack('<i7', s, 10 + i * 7) + T - now
+  reset = newest + T - now
 end
 if allowed then
   return pack('<i8i8i8i8i8i8i8', 1, 0, N - used, 0, reset, reset, 0)
 end
+-- Refused: admission waits for the (N-cost+1)-th most recent grant to leave the window.
 local retry = 0
-local i = w - (N - cost + 1)
-if i < 0 then i = i + N end
-if i < n then
-  local d = i - w0
-  if d < 0 then d = d + N end
-  if d < m then
+local q = nAfter - (N - cost + 1)
+if q >= 0 then
+  if q >= nAfter - m then
     retry = T
   else
-    retry = unpack('<i7', s, 10 + i * 7) + T - now
+    retry = unpack('<i7', s, HDR + 1 + ((base + q + ov) % N) * 7) + T - now
     if retry < 0 then retry = 0 end
   end
 end
