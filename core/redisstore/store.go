@@ -280,11 +280,7 @@ func unpackReply(s string) (reply, error) {
 		return v, fmt.Errorf("unexpected script reply of %d bytes %q, want %d", len(s), s, 8*replyLen)
 	}
 	for i := range v {
-		var x uint64
-		for j := 7; j >= 0; j-- {
-			x = x<<8 | uint64(s[8*i+j])
-		}
-		v[i] = int64(x)
+		v[i] = int64(binary.LittleEndian.Uint64([]byte(s[8*i : 8*i+8]))) // 8 bytes: no allocation
 	}
 	return v, nil
 }
