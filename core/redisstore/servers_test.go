@@ -122,3 +122,11 @@ func ownServer(t *testing.T) *server {
 // roomy is the deadline for tests that are not about deadlines: the test machine may be
 // loaded, and a spurious timeout there would hide what the test checks.
 var roomy = redisstore.WithTimeout(2 * time.Second)
+
+// newCtxClient returns a standalone client that applies context deadlines to its sockets.
+func newCtxClient(t *testing.T, s *server) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -60,9 +60,11 @@ type Store struct {
 	timeout time.Duration
 	clock   core.Clock
 	deny    *denyCache
-	// guard runs each call in a goroutine so that the deadline holds even when the client
+	// guard sends from a goroutine so that the deadline holds even when the client
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
-	guard bool
+	guard   bool
+	flights int
+	queue   queue
 	// plans caches each policy's part of the script's arguments, keyed by the policy.
 	plans  sync.Map
 	nplans atomic.Int64
@@ -86,6 +88,19 @@ func WithTimeout(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
 			s.timeout = d
+		}
+	}
+}
+
+// WithFlights sets how many script calls or pipelines the Store keeps on the wire at once
+// (default DefaultFlights); n <= 0 means the default. Decisions that arrive while all are
+// on the wire wait and leave together, as one pipeline, on the next free flight: fewer
+// flights make larger pipelines and fewer round trips, more let a Cluster's nodes work
+// in parallel.
+func WithFlights(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.flights = n
 		}
 	}
 }
@@ -120,6 +135,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		timeout: DefaultTimeout,
 		deny:    newDenyCache(defaultDenyCap),
 		guard:   !honorsContext(client),
+		flights: DefaultFlights,
 	}
 	for _, o := range opts {
 		o(s)
@@ -227,30 +243,6 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	return d, nil
 }
 
-// run sends the script within the store's deadline.
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if !s.guard {
-		return s.eval(ctx, script, key, args)
-	}
-	type result struct {
-		v   reply
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := s.eval(ctx, script, key, args)
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return reply{}, ctx.Err()
-	}
-}
-
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
@@ -260,6 +252,11 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, key string, args
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
 	}
+	return replyOf(cmd)
+}
+
+// replyOf reads a script call's reply.
+func replyOf(cmd *redis.Cmd) (reply, error) {
 	text, err := cmd.Text()
 	if err != nil {
 		return reply{}, err

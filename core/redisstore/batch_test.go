@@ -1,0 +1,198 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/redisstore"
+)
+
+// sends counts what a client puts on the wire: single commands and pipelines.
+type sends struct{ single, pipelines, piped atomic.Int64 }
+
+func (h *sends) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sends) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.single.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *sends) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		h.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestConcurrentDecisionsShareRoundTrips runs 64 goroutines on 16 keys of 50/1h, 40
+// decisions each, with the scripts flushed from the server twice on the way: every key
+// must admit exactly 50, no call may fail, decisions must have gone out in pipelines
+// (fewer sends than decisions), and the queue must end empty.
+func TestConcurrentDecisionsShareRoundTrips(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	own := ownServer(t)
+	cases := map[string]func(t *testing.T) redis.UniversalClient{
+		"Standalone":            func(t *testing.T) redis.UniversalClient { return newClient(t, own) },
+		"ContextTimeoutEnabled": func(t *testing.T) redis.UniversalClient { return newCtxClient(t, own) },
+		"Cluster":               func(t *testing.T) redis.UniversalClient { return newClusterClient(t) },
+	}
+	for name, newC := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newC(t)
+			h := &sends{}
+			c.AddHook(h)
+			s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+			p := core.MustParsePolicy("50/1h")
+			const goroutines, each, keys = 64, 40, 16
+			var admitted [keys]atomic.Int64
+			var failed atomic.Int64
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range each {
+						if g == 0 && (i == each/3 || i == 2*each/3) {
+							flushScripts(t, c)
+						}
+						k := (g + i) % keys
+						d, err := s.Decide(ctx, core.Query{Policy: p, Key: "k" + strconv.Itoa(k)})
+						if err != nil {
+							failed.Add(1)
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							admitted[k].Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if failed.Load() > 0 {
+				t.FailNow()
+			}
+			for k := range admitted {
+				if n := admitted[k].Load(); n != 50 {
+					t.Errorf("key k%d: %d admitted of %d decisions, want exactly 50", k, n, goroutines*each/keys)
+				}
+			}
+			decisions := int64(goroutines * each)
+			wire := h.single.Load() + h.pipelines.Load()
+			t.Logf("%d decisions in %d sends (%d pipelines holding %d commands)", decisions, wire, h.pipelines.Load(), h.piped.Load())
+			if h.pipelines.Load() == 0 || wire >= decisions {
+				t.Errorf("%d decisions took %d sends (%d pipelines): concurrent decisions did not share round trips", decisions, wire, h.pipelines.Load())
+			}
+			if !s.QueueIdle() {
+				t.Error("calls or flights left in the queue after every decision returned")
+			}
+		})
+	}
+}
+
+// TestConcurrentCallsMeetDeadline pauses the server under 32 goroutines deciding with a
+// 100 ms deadline: every call must fail within the deadline plus slack, none may hang, and
+// after the server resumes the same store must decide again with an empty queue.
+func TestConcurrentCallsMeetDeadline(t *testing.T) {
+	needRedis(t)
+	own := ownServer(t)
+	ctx := context.Background()
+	const timeout = 100 * time.Millisecond
+	for name, c := range map[string]*redis.Client{"DefaultClient": newClient(t, own), "ContextTimeoutEnabled": newCtxClient(t, own)} {
+		t.Run(name, func(t *testing.T) {
+			s := redisstore.New(c, redisstore.WithTimeout(timeout), redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+			p := core.MustParsePolicy("1000000/1h")
+			if _, err := s.Decide(ctx, core.Query{Policy: p, Key: "warm"}); err != nil {
+				t.Fatal(err)
+			}
+			signal(t, own, syscall.SIGSTOP)
+			var wg sync.WaitGroup
+			var slowest atomic.Int64
+			var succeeded atomic.Int64
+			for g := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 3 {
+						start := time.Now()
+						_, err := s.Decide(ctx, core.Query{Policy: p, Key: "k" + strconv.Itoa(g*3+i)})
+						el := time.Since(start)
+						if err == nil {
+							succeeded.Add(1)
+						} else if !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+							t.Errorf("paused server: %v, want a timeout", err)
+						}
+						for {
+							old := slowest.Load()
+							if int64(el) <= old || slowest.CompareAndSwap(old, int64(el)) {
+								break
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			signal(t, own, syscall.SIGCONT)
+			if n := succeeded.Load(); n > 0 {
+				t.Errorf("%d decisions succeeded against a paused server", n)
+			}
+			if el := time.Duration(slowest.Load()); el > timeout+150*time.Millisecond {
+				t.Errorf("slowest call against a paused server took %v, deadline %v", el, timeout)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, err := s.Decide(ctx, core.Query{Policy: p, Key: "after"})
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("decisions did not resume: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			waitIdle(t, s)
+		})
+	}
+}
+
+// waitIdle waits for flights a timeout left behind to land (they end by the client's
+// own socket timeout) and fails if the queue does not empty.
+func waitIdle(t *testing.T, s *redisstore.Store) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !s.QueueIdle(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("queue not idle 10 s after the last decision: a flight was lost")
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func flushScripts(t *testing.T, c redis.UniversalClient) {
+	ctx := context.Background()
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() })
+	} else {
+		err = c.ScriptFlush(ctx).Err()
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
