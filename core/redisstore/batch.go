@@ -3,32 +3,34 @@ package redisstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Decisions made at the same moment share round trips. While maxFlights script calls or
-// pipelines are on the wire, a new decision waits in a queue; the next caller to send takes
-// the whole queue (at most maxBatch calls) as one pipeline. Each decision is still its own
-// script call, atomic on the server, answered in one round trip. Under load this saves a
-// write, a read and a wake-up per decision on both sides, which is most of what a short
-// script costs; alone, a decision goes out at once, as a single EVALSHA.
+// Decisions made at the same moment share round trips. Each server (each master, in a
+// Cluster) has a queue and at most flights sends on the wire. A decision that finds a
+// flight free and the queue empty is sent at once, alone, by its own caller, with its own
+// context. Otherwise it waits in the queue, and a flight goroutine sends the queue (at most
+// maxBatch calls) as one pipeline, again and again until the queue is empty. Each decision
+// is still its own script call, atomic on the server, answered in one round trip; the
+// pipeline saves a write, a read and a wake-up per decision on both sides, which is most
+// of what a short script costs.
 //
-// There is no background goroutine: the caller that finds a flight free sends the queue
-// itself, and when it is done hands the queue, if it has grown, to the oldest waiting
-// caller. A client that ignores context deadlines on its sockets gets a goroutine per
-// flight instead, so that no caller outlives its deadline waiting on a socket.
+// Callers never send for others: a caller waits for its own answer, its deadline or its
+// context, whichever comes first, so a slow server or a slow pipeline never holds a
+// caller past its deadline.
 
-// DefaultFlights is the number of script calls or pipelines a Store keeps on the wire at
-// once unless WithFlights says otherwise.
+// DefaultFlights is the number of sends a Store keeps on the wire to each server at once
+// unless WithFlights says otherwise.
 const DefaultFlights = 4
 
 // maxBatch bounds a pipeline, so that one flight's latency stays short.
 const maxBatch = 128
 
-// A call is one script call on its way through the queue.
+// A call is one script call on its way through a queue.
 type call struct {
 	ctx      context.Context
 	script   *redis.Script
@@ -37,16 +39,10 @@ type call struct {
 	deadline time.Time
 	v        reply
 	err      error
-	// lead is true, under the queue's lock, from when the queue is handed to the waiting
-	// caller until that caller takes it up.
-	lead bool
-	// done gets true when the caller is handed the queue, false when v and err are set.
-	// A call is handed the queue only while it waits in it and answered only after it has
-	// left it, so the two signals come in that order and never more than one of each.
-	done chan bool
+	done     chan struct{} // receives once v and err are set
 }
 
-var calls = sync.Pool{New: func() any { return &call{done: make(chan bool, 2)} }}
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 var timers = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
@@ -54,15 +50,33 @@ var timers = sync.Pool{New: func() any {
 	return t
 }}
 
-// queue holds the calls waiting for a flight.
+// A queue holds the calls waiting for a flight to one server.
 type queue struct {
 	mu      sync.Mutex
 	waiting []*call
-	flying  int // flights on the wire, or handed to a waiting caller
+	flying  int // sends on the wire
 }
 
-// run sends the script within the store's deadline (and ctx's, if earlier), through the
-// queue.
+// queueFor returns the queue of the server that holds key: the store's own for a single
+// server, the master's for a Cluster, so that a slow or dead master delays only the
+// decisions it holds.
+func (s *Store) queueFor(ctx context.Context, key string) *queue {
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return &s.queue
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return &s.queue // the send will meet the same error, and report it
+	}
+	if q, ok := s.nodes.Load(node); ok {
+		return q.(*queue)
+	}
+	q, _ := s.nodes.LoadOrStore(node, &queue{})
+	return q.(*queue)
+}
+
+// run sends the script within the store's deadline (and ctx's, if earlier).
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
 	c := calls.Get().(*call)
 	c.ctx, c.script, c.key, c.args = ctx, script, key, args
@@ -70,57 +84,48 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
-	q := &s.queue
+	q := s.queueFor(ctx, key)
 	q.mu.Lock()
-	q.waiting = append(q.waiting, c)
-	lead := q.flying < s.flights
-	if lead {
-		q.flying++
+	if q.flying >= s.flights {
+		q.waiting = append(q.waiting, c)
+		q.mu.Unlock()
+		return s.wait(q, c)
+	}
+	q.flying++
+	if len(q.waiting) > 0 || s.guard {
+		// Calls are waiting (a flight is landing), or the client would not hold our
+		// deadline on its socket: a flight goroutine sends, and c waits like the rest.
+		q.waiting = append(q.waiting, c)
+		q.mu.Unlock()
+		go s.fly(q)
+		return s.wait(q, c)
 	}
 	q.mu.Unlock()
-	if lead {
-		s.fly()
-		select {
-		case lead := <-c.done: // sent inline by this caller: no timer needed
-			if !lead {
-				return s.finish(c)
-			}
-			s.takeLead(c)
-		default:
-		}
+	ctx, cancel := context.WithDeadline(ctx, c.deadline)
+	c.v, c.err = s.eval(ctx, script, key, args)
+	cancel()
+	if s.land(q) {
+		go s.fly(q)
 	}
-	return s.wait(ctx, c)
+	return s.finish(c)
 }
 
-// wait returns c's reply, sending the queue whenever c is handed it.
-func (s *Store) wait(ctx context.Context, c *call) (reply, error) {
+// wait returns c's answer, or gives up on it at its deadline or when ctx is done.
+func (s *Store) wait(q *queue, c *call) (reply, error) {
 	t := timers.Get().(*time.Timer)
 	t.Reset(time.Until(c.deadline))
 	defer func() { t.Stop(); timers.Put(t) }()
-	for {
-		select {
-		case lead := <-c.done:
-			if !lead {
-				return s.finish(c)
-			}
-			s.takeLead(c)
-		case <-t.C:
-			return s.abandon(c, context.DeadlineExceeded)
-		case <-ctx.Done():
-			return s.abandon(c, ctx.Err())
-		}
+	select {
+	case <-c.done:
+		return s.finish(c)
+	case <-t.C:
+		return s.abandon(q, c, context.DeadlineExceeded)
+	case <-c.ctx.Done():
+		return s.abandon(q, c, c.ctx.Err())
 	}
 }
 
-// takeLead sends the queue, which was handed to c's caller.
-func (s *Store) takeLead(c *call) {
-	s.queue.mu.Lock()
-	c.lead = false
-	s.queue.mu.Unlock()
-	s.fly()
-}
-
-// finish returns c's reply and c to the pool.
+// finish returns c's answer, and c to the pool.
 func (s *Store) finish(c *call) (reply, error) {
 	v, err := c.v, c.err
 	*c = call{done: c.done}
@@ -129,84 +134,55 @@ func (s *Store) finish(c *call) (reply, error) {
 }
 
 // abandon gives up on c for err. A call still queued leaves the queue and is never sent;
-// one on the wire is left to its flight (and not pooled, since the flight will write to it).
-// If the queue was handed to c, c's caller sends it first: a flight must not be lost.
-func (s *Store) abandon(c *call, err error) (reply, error) {
-	q := &s.queue
+// one on the wire is left to its flight (and not pooled, since the flight will answer it).
+func (s *Store) abandon(q *queue, c *call, err error) (reply, error) {
 	q.mu.Lock()
-	if c.lead {
-		q.mu.Unlock()
-		<-c.done // true: the lead comes before any answer
-		s.takeLead(c)
-		return reply{}, err
-	}
-	if i := slices.Index(q.waiting, c); i >= 0 {
+	i := slices.Index(q.waiting, c)
+	if i >= 0 {
 		q.waiting = slices.Delete(q.waiting, i, i+1)
-		q.mu.Unlock()
-		*c = call{done: c.done}
-		calls.Put(c)
-		return reply{}, err
 	}
 	q.mu.Unlock()
+	if i >= 0 {
+		*c = call{done: c.done}
+		calls.Put(c)
+	}
 	return reply{}, err
 }
 
-// fly sends the waiting calls; the caller holds a flight. A client that honours context
-// deadlines is sent to inline, and the flight then passes to the oldest waiting caller
-// if more calls came meanwhile; otherwise a goroutine sends until the queue is empty.
-func (s *Store) fly() {
-	if !s.guard {
-		s.send(s.take())
-		s.land(true)
-		return
-	}
-	go func() {
-		for {
-			s.send(s.take())
-			if !s.land(false) {
-				return
-			}
+// fly sends q's waiting calls, batch after batch, until none is left; its caller holds
+// one of q's flights, which fly gives back.
+func (s *Store) fly(q *queue) {
+	for {
+		q.mu.Lock()
+		n := min(len(q.waiting), maxBatch)
+		if n == 0 {
+			q.flying--
+			q.mu.Unlock()
+			return
 		}
-	}()
+		batch := slices.Clone(q.waiting[:n])
+		rest := copy(q.waiting, q.waiting[n:])
+		clear(q.waiting[rest:])
+		q.waiting = q.waiting[:rest]
+		q.mu.Unlock()
+		s.send(batch)
+	}
 }
 
-// take removes up to maxBatch calls from the queue.
-func (s *Store) take() []*call {
-	q := &s.queue
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := min(len(q.waiting), maxBatch)
-	batch := slices.Clone(q.waiting[:n])
-	rest := copy(q.waiting, q.waiting[n:])
-	clear(q.waiting[rest:])
-	q.waiting = q.waiting[:rest]
-	return batch
-}
-
-// land ends a flight. If calls are waiting, handOff passes the flight to the oldest of
-// them not already handed one; otherwise land reports whether the flight should go on.
-func (s *Store) land(handOff bool) (goOn bool) {
-	q := &s.queue
+// land ends a lone call's flight, or reports that calls are waiting and the flight should
+// go on (as a flight goroutine).
+func (s *Store) land(q *queue) (goOn bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiting) > 0 {
-		if !handOff {
-			return true
-		}
-		for _, w := range q.waiting {
-			if !w.lead {
-				w.lead = true
-				w.done <- true
-				return false
-			}
-		}
+		return true
 	}
 	q.flying--
 	return false
 }
 
-// send runs a batch of calls and answers each; calls past their deadline are answered
-// with a timeout and not sent.
+// send runs a batch and answers each call. A call whose deadline has passed or whose
+// context is done is answered with that error and not sent.
 func (s *Store) send(batch []*call) {
 	now := time.Now()
 	live := batch[:0:0]
@@ -214,35 +190,39 @@ func (s *Store) send(batch []*call) {
 	for _, c := range batch {
 		if !now.Before(c.deadline) {
 			c.err = context.DeadlineExceeded
-			continue
-		}
-		live = append(live, c)
-		if c.deadline.After(deadline) {
-			deadline = c.deadline
+		} else if err := c.ctx.Err(); err != nil {
+			c.err = err
+		} else {
+			live = append(live, c)
+			if c.deadline.After(deadline) {
+				deadline = c.deadline
+			}
 		}
 	}
 	switch len(live) {
 	case 0:
 	case 1:
-		// Alone, a call goes with its caller's context, values (a tracer's, say) and all.
 		c := live[0]
 		ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
 		c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
 		cancel()
 	default:
-		// A pipeline serves several callers: it has none's context, and the latest
-		// deadline, since each caller stops waiting at its own.
+		// A pipeline serves several callers, so it has none's context (its values, a
+		// tracer's say, or its cancellation), and the latest deadline: each caller stops
+		// waiting at its own.
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		s.evalAll(ctx, live)
 		cancel()
 	}
 	for _, c := range batch {
-		c.done <- false
+		c.done <- struct{}{}
 	}
 }
 
-// evalAll runs each call's script in one pipeline, then the texts of those the server
-// lacked in a second.
+// evalAll runs each call's script in one pipeline. Calls the server did not run are sent
+// again: those it lacked the script for, as EVAL in a second pipeline, and those refused
+// for a passing state (a replica that was a master, a loading or failing-over server),
+// alone, where go-redis retries them as it would any single command.
 func (s *Store) evalAll(ctx context.Context, batch []*call) {
 	cmds := make([]*redis.Cmd, len(batch))
 	pipe := s.client.Pipeline()
@@ -265,6 +245,26 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 		pipe.Exec(ctx)
 	}
 	for i, c := range batch {
+		if notRun(cmds[i].Err()) {
+			c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
+			continue
+		}
 		c.v, c.err = replyOf(cmds[i])
 	}
+}
+
+// notRun reports whether err is one with which a server refuses a command without running
+// it, for a state that passes: go-redis retries these on a single command, but on a
+// pipeline only when the first command met one.
+func notRun(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	for _, p := range [...]string{"READONLY ", "LOADING ", "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
+	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
 // sends counts what a client puts on the wire: single commands and pipelines.
@@ -96,9 +98,7 @@ func TestConcurrentDecisionsShareRoundTrips(t *testing.T) {
 			if h.pipelines.Load() == 0 || wire >= decisions {
 				t.Errorf("%d decisions took %d sends (%d pipelines): concurrent decisions did not share round trips", decisions, wire, h.pipelines.Load())
 			}
-			if !s.QueueIdle() {
-				t.Error("calls or flights left in the queue after every decision returned")
-			}
+			waitIdle(t, s)
 		})
 	}
 }
@@ -149,7 +149,7 @@ func TestConcurrentCallsMeetDeadline(t *testing.T) {
 			if n := succeeded.Load(); n > 0 {
 				t.Errorf("%d decisions succeeded against a paused server", n)
 			}
-			if el := time.Duration(slowest.Load()); el > timeout+150*time.Millisecond {
+			if el := time.Duration(slowest.Load()); el > timeout+60*time.Millisecond {
 				t.Errorf("slowest call against a paused server took %v, deadline %v", el, timeout)
 			}
 			deadline := time.Now().Add(5 * time.Second)
@@ -195,4 +195,127 @@ func flushScripts(t *testing.T, c redis.UniversalClient) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// TestQueueSurvivesShortDeadlines runs 64 goroutines, each on its own key with its own
+// limit, through few flights, with every second call under a deadline of 0-300 µs or
+// cancelled after 0-200 µs: each answer must be its own key's (its limit, and Remaining
+// going down), no flight may be lost (the queue empties), and the store must still decide.
+func TestQueueSurvivesShortDeadlines(t *testing.T) {
+	needRedis(t)
+	own := ownServer(t)
+	for _, flights := range []int{1, 2, 4} {
+		for name, c := range map[string]*redis.Client{"DefaultClient": newClient(t, own), "ContextTimeoutEnabled": newCtxClient(t, own)} {
+			t.Run(name+"/"+strconv.Itoa(flights), func(t *testing.T) {
+				s := redisstore.New(c, redisstore.WithFlights(flights), redisstore.WithTimeout(50*time.Millisecond), redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+				var wg sync.WaitGroup
+				var answered atomic.Int64
+				for g := range 64 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						limit := 100_000 * (g + 1)
+						p := core.MustParsePolicy(strconv.Itoa(limit) + "/1h")
+						last := limit
+						for i := range 150 {
+							ctx, cancel := context.Background(), context.CancelFunc(func() {})
+							switch i % 4 {
+							case 1:
+								ctx, cancel = context.WithTimeout(ctx, time.Duration(rand.IntN(300))*time.Microsecond)
+							case 2:
+								ctx, cancel = context.WithCancel(ctx)
+								go func() { time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond); cancel() }()
+							}
+							d, err := s.Decide(ctx, core.Query{Policy: p, Key: "g" + strconv.Itoa(g)})
+							cancel()
+							if err != nil {
+								continue
+							}
+							answered.Add(1)
+							if d.Limit != limit || d.Remaining >= last {
+								t.Errorf("goroutine %d: %+v after Remaining %d: not its own key's answer", g, d, last)
+								return
+							}
+							last = d.Remaining
+						}
+					}()
+				}
+				wg.Wait()
+				if answered.Load() < 64*150/4 {
+					t.Errorf("only %d of %d decisions answered: a quarter have no deadline of their own", answered.Load(), 64*150)
+				}
+				waitIdle(t, s)
+				if _, err := s.Decide(context.Background(), core.Query{Policy: core.MustParsePolicy("5/1h"), Key: "after"}); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// TestClusterMasterDownSparesOthers pauses, then kills, one master of a private 3-master
+// cluster under 32 goroutines: decisions on keys the other masters hold must all succeed,
+// since each master has its own queue, while those on the stopped one fail.
+func TestClusterMasterDownSparesOthers(t *testing.T) {
+	needRedis(t)
+	nodes, err := startCluster(3)
+	for _, n := range nodes {
+		t.Cleanup(n.Stop)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	s := redisstore.New(c, redisstore.WithTimeout(100*time.Millisecond), redisstore.WithDenyCache(false))
+	p := core.MustParsePolicy("1000000/1h")
+	var keys []string
+	onDown := map[string]bool{}
+	for i := range 300 {
+		k := "k" + strconv.Itoa(i)
+		m, err := c.MasterForKey(ctx, s.Key(p, "", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDown[k] = m.Options().Addr == nodes[0].Addr()
+		keys = append(keys, k)
+		if _, err := s.Decide(ctx, core.Query{Policy: p, Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hammer := func(what string) {
+		t.Helper()
+		var healthyOK, healthyFailed, downFailed atomic.Int64
+		end := time.Now().Add(time.Second)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(end) {
+					k := keys[rand.IntN(len(keys))]
+					_, err := s.Decide(ctx, core.Query{Policy: p, Key: k})
+					switch {
+					case onDown[k] && err != nil:
+						downFailed.Add(1)
+					case err != nil:
+						healthyFailed.Add(1)
+					case !onDown[k]:
+						healthyOK.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("%s: keys on the other masters %d ok, %d failed; on the stopped one %d failed", what, healthyOK.Load(), healthyFailed.Load(), downFailed.Load())
+		if healthyFailed.Load() > 0 || healthyOK.Load() == 0 || downFailed.Load() == 0 {
+			t.Errorf("%s: %d decisions on healthy masters failed (%d succeeded), %d on the stopped one failed: want 0, some, some", what, healthyFailed.Load(), healthyOK.Load(), downFailed.Load())
+		}
+	}
+	signal(t, nodes[0], syscall.SIGSTOP)
+	hammer("one master paused")
+	signal(t, nodes[0], syscall.SIGCONT)
+	nodes[0].Stop()
+	hammer("one master killed")
 }

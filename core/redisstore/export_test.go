@@ -1,9 +1,18 @@
 package redisstore
 
-// QueueIdle reports whether no call waits and no flight is out: what every test that has
-// finished its decisions must see, or a flight was lost and later calls would stall.
+// QueueIdle reports whether no call waits and no send is out, on every server's queue:
+// what a test that has finished its decisions must see, once its last flights have
+// landed, or a flight was lost and later calls would stall.
 func (s *Store) QueueIdle() bool {
-	s.queue.mu.Lock()
-	defer s.queue.mu.Unlock()
-	return len(s.queue.waiting) == 0 && s.queue.flying == 0
+	idle := func(q *queue) bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.waiting) == 0 && q.flying == 0
+	}
+	ok := idle(&s.queue)
+	s.nodes.Range(func(_, q any) bool {
+		ok = ok && idle(q.(*queue))
+		return true
+	})
+	return ok
 }

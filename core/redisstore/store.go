@@ -64,7 +64,8 @@ type Store struct {
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
 	guard   bool
 	flights int
-	queue   queue
+	queue   queue    // a single server's (see batch.go)
+	nodes   sync.Map // a Cluster master's *redis.Client -> *queue
 	// plans caches each policy's part of the script's arguments, keyed by the policy.
 	plans  sync.Map
 	nplans atomic.Int64
@@ -92,11 +93,10 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithFlights sets how many script calls or pipelines the Store keeps on the wire at once
-// (default DefaultFlights); n <= 0 means the default. Decisions that arrive while all are
-// on the wire wait and leave together, as one pipeline, on the next free flight: fewer
-// flights make larger pipelines and fewer round trips, more let a Cluster's nodes work
-// in parallel.
+// WithFlights sets how many sends the Store keeps on the wire to each server (each master,
+// in a Cluster) at once (default DefaultFlights); n <= 0 means the default. Decisions that
+// arrive while all are out wait and leave together, as one pipeline, on the next flight:
+// fewer flights make longer pipelines and fewer round trips; more, shorter waits.
 func WithFlights(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
