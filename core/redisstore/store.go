@@ -52,8 +52,9 @@ var (
 	bounded1Script = redis.NewScript(bounded1Src)
 )
 
-// Store is a core.Store in Redis. Create it with New; it is safe for concurrent use and
-// holds no goroutine, so there is nothing to close (the client is the caller's).
+// Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
+// keeps no goroutine beyond its work (one that sends queued decisions ends when the queue
+// is empty), so there is nothing to close (the client is the caller's).
 type Store struct {
 	client  redis.UniversalClient
 	prefix  string

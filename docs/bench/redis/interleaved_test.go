@@ -88,6 +88,9 @@ func BenchmarkInterleaved(b *testing.B) {
 	rr := redis_rate.NewLimiter(client)
 	store := redisstore.New(client, redisstore.WithTimeout(time.Second))
 	noCache := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false))
+	// unshared keeps a flight per goroutine, so no two decisions share a round trip: the
+	// store as it was before its queue, to show what the queue is worth.
+	unshared := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false), redisstore.WithFlights(goroutines))
 	hot := func(s *redisstore.Store, policy string) decider {
 		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "hot"}
 		return func(ctx context.Context, _ *rand.Rand) error { _, err := s.Decide(ctx, q); return err }
@@ -104,6 +107,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	many := core.MustParsePolicy("100/1m")
 	b.Run("hot-bounded", func(b *testing.B) { interleave(b, hot(store, "1000000000/1s"), rrHot) })
 	b.Run("hot-exact100", func(b *testing.B) { interleave(b, hot(noCache, "100/1ms"), rrHot) })
+	b.Run("hot-exact100-unshared", func(b *testing.B) { interleave(b, hot(unshared, "100/1ms"), rrHot) })
 	b.Run("many-keys", func(b *testing.B) {
 		interleave(b, func(ctx context.Context, rng *rand.Rand) error {
 			_, err := store.Decide(ctx, core.Query{Policy: many, Key: names[rng.IntN(keys)]})
