@@ -1,0 +1,79 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/redisstore"
+)
+
+// TestFailModesWithRedisDown runs a Limiter of 3/1m on the Redis store through a server
+// that stops mid-run and comes back, under each fail mode: while it is down, each request
+// gets its mode's answer within the deadline and the error hook hears of it; once it is
+// back (empty: no persistence), the same Limiter enforces 3/1m through Redis again.
+func TestFailModesWithRedisDown(t *testing.T) {
+	needRedis(t)
+	const timeout = 100 * time.Millisecond
+	cases := []struct {
+		name    string
+		opts    []core.Option
+		allowed []bool // the four requests while Redis is down
+		status  int    // of those refused
+	}{
+		{"FailOpen", []core.Option{core.WithFailMode(core.FailOpen)}, []bool{true, true, true, true}, 0},
+		{"FailClosed", []core.Option{core.WithFailMode(core.FailClosed)}, []bool{false, false, false, false}, 429},
+		{"FailClosed503", []core.Option{core.WithFailMode(core.FailClosed), core.WithFailStatus(503)}, []bool{false, false, false, false}, 503},
+		{"FailLocal", []core.Option{core.WithFailMode(core.FailLocal)}, []bool{true, true, true, false}, 429},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			own := ownServer(t)
+			store := redisstore.New(newClient(t, own), redisstore.WithTimeout(timeout))
+			var hooked atomic.Int64
+			opts := append([]core.Option{core.WithStore(store), core.WithErrorHook(func(context.Context, error) { hooked.Add(1) })}, c.opts...)
+			l, err := core.NewLimiter(3, time.Minute, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := core.Input{Route: "/r", Peer: "192.0.2.7:1234"}
+			check := func(what string, allow bool, status int, wantErr bool) {
+				t.Helper()
+				start := time.Now()
+				v := l.Check(context.Background(), in)
+				if el := time.Since(start); el > timeout+100*time.Millisecond {
+					t.Errorf("%s: took %v, deadline %v", what, el, timeout)
+				}
+				if v.Allow != allow || (!allow && v.Status != status) || (v.Err != nil) != wantErr {
+					t.Fatalf("%s: allow %v status %d err %v; want allow %v status %d, error %v", what, v.Allow, v.Status, v.Err, allow, status, wantErr)
+				}
+			}
+			check("up, request 1", true, 0, false)
+			check("up, request 2", true, 0, false)
+			own.Stop()
+			for i, allow := range c.allowed {
+				check("down, request "+strconv.Itoa(i+1), allow, c.status, true)
+			}
+			if n := hooked.Load(); n != int64(len(c.allowed)) {
+				t.Errorf("error hook called %d times while down, want %d", n, len(c.allowed))
+			}
+			if err := own.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for l.Check(context.Background(), in).Err != nil {
+				if time.Now().After(deadline) {
+					t.Fatal("decisions did not resume within 5 s of the restart")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// That first answer was a grant on the empty server: two more, then 429 from Redis.
+			check("back, request 2", true, 0, false)
+			check("back, request 3", true, 0, false)
+			check("back, request 4", false, 429, false)
+		})
+	}
+}
