@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,8 +11,10 @@ import (
 
 // Decisions made at the same moment share round trips. Each server (each master, in a
 // Cluster) has a queue and at most flights sends on the wire. A decision that finds a
-// flight free and the queue empty is sent at once, alone, by its own caller, with its own
-// context. Otherwise it waits in the queue, and a flight goroutine sends the queue (at most
+// flight free and the queue empty is sent at once, alone, with its caller's context (by
+// the caller itself, if the client holds context deadlines on its sockets; otherwise by
+// a goroutine, which the caller stops waiting for at its deadline). Otherwise it waits
+// in the queue, and a flight goroutine sends the queue (at most
 // maxBatch calls) as one pipeline, again and again until the queue is empty. Each decision
 // is still its own script call, atomic on the server, answered in one round trip; the
 // pipeline saves a write, a read and a wake-up per decision on both sides, which is most
@@ -40,7 +41,16 @@ type call struct {
 	v        reply
 	err      error
 	done     chan struct{} // receives once v and err are set
+	queued   bool          // in a queue's waiting list (under its lock)
+	gone     bool          // abandoned while queued: the flight that takes it pools it
 }
+
+// doneCtx is a context already done.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
@@ -60,19 +70,24 @@ type queue struct {
 // queueFor returns the queue of the server that holds key: the store's own for a single
 // server, the master's for a Cluster, so that a slow or dead master delays only the
 // decisions it holds.
-func (s *Store) queueFor(ctx context.Context, key string) *queue {
+func (s *Store) queueFor(key string) *queue {
 	cc, ok := s.client.(*redis.ClusterClient)
 	if !ok {
 		return &s.queue
 	}
-	node, err := cc.MasterForKey(ctx, key)
+	// A done context: a loaded state answers at once, an unloaded one fails at once
+	// instead of loading here, outside any deadline (the send loads it, within its own).
+	node, err := cc.MasterForKey(doneCtx, key)
 	if err != nil {
 		return &s.queue // the send will meet the same error, and report it
 	}
-	if q, ok := s.nodes.Load(node); ok {
+	// By address: go-redis replaces a node's client when the node leaves and comes back,
+	// and the server is the same one.
+	addr := node.Options().Addr
+	if q, ok := s.nodes.Load(addr); ok {
 		return q.(*queue)
 	}
-	q, _ := s.nodes.LoadOrStore(node, &queue{})
+	q, _ := s.nodes.LoadOrStore(addr, &queue{})
 	return q.(*queue)
 }
 
@@ -84,9 +99,10 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
-	q := s.queueFor(ctx, key)
+	q := s.queueFor(key)
 	q.mu.Lock()
 	if q.flying >= s.flights {
+		c.queued = true
 		q.waiting = append(q.waiting, c)
 		q.mu.Unlock()
 		return s.wait(q, c)
@@ -95,6 +111,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 	if len(q.waiting) > 0 || s.guard {
 		// Calls are waiting (a flight is landing), or the client would not hold our
 		// deadline on its socket: a flight goroutine sends, and c waits like the rest.
+		c.queued = true
 		q.waiting = append(q.waiting, c)
 		q.mu.Unlock()
 		go s.fly(q)
@@ -133,19 +150,16 @@ func (s *Store) finish(c *call) (reply, error) {
 	return v, err
 }
 
-// abandon gives up on c for err. A call still queued leaves the queue and is never sent;
-// one on the wire is left to its flight (and not pooled, since the flight will answer it).
+// abandon gives up on c for err. A call still queued is marked gone, and the flight that
+// takes it from the queue drops it unsent and pools it (removing it here would cost a scan
+// of the queue per caller when a stall makes them all give up at once); a call on the
+// wire is left to its flight, and not pooled, since the flight will answer it.
 func (s *Store) abandon(q *queue, c *call, err error) (reply, error) {
 	q.mu.Lock()
-	i := slices.Index(q.waiting, c)
-	if i >= 0 {
-		q.waiting = slices.Delete(q.waiting, i, i+1)
+	if c.queued {
+		c.gone = true
 	}
 	q.mu.Unlock()
-	if i >= 0 {
-		*c = call{done: c.done}
-		calls.Put(c)
-	}
 	return reply{}, err
 }
 
@@ -160,7 +174,16 @@ func (s *Store) fly(q *queue) {
 			q.mu.Unlock()
 			return
 		}
-		batch := slices.Clone(q.waiting[:n])
+		batch := make([]*call, 0, n)
+		for _, c := range q.waiting[:n] {
+			c.queued = false
+			if c.gone {
+				*c = call{done: c.done}
+				calls.Put(c)
+				continue
+			}
+			batch = append(batch, c)
+		}
 		rest := copy(q.waiting, q.waiting[n:])
 		clear(q.waiting[rest:])
 		q.waiting = q.waiting[:rest]
@@ -232,7 +255,7 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 	pipe.Exec(ctx) // each command keeps its own error
 	var again []int
 	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
+		if isNoScript(cmd.Err()) && waited(batch[i]) {
 			again = append(again, i)
 		}
 	}
@@ -245,7 +268,7 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 		pipe.Exec(ctx)
 	}
 	for i, c := range batch {
-		if notRun(cmds[i].Err()) {
+		if notRun(cmds[i].Err()) && waited(c) {
 			c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
 			continue
 		}
@@ -253,9 +276,16 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 	}
 }
 
+// waited reports whether c's caller may still be waiting for it: a call is sent again only
+// then, or it could record a grant nobody receives.
+func waited(c *call) bool { return time.Now().Before(c.deadline) && c.ctx.Err() == nil }
+
 // notRun reports whether err is one with which a server refuses a command without running
 // it, for a state that passes: go-redis retries these on a single command, but on a
-// pipeline only when the first command met one.
+// pipeline only when the first command met one, and then it sends the whole pipeline
+// again, so that the other calls in it may run twice. That records a grant twice, which
+// can only make the limit stricter; it needs the server's state to change within one
+// pipeline (a load finishing between two of its reads).
 func notRun(err error) bool {
 	if err == nil {
 		return false

@@ -253,10 +253,13 @@ func TestQueueSurvivesShortDeadlines(t *testing.T) {
 	}
 }
 
-// TestClusterMasterDownSparesOthers pauses, then kills, one master of a private 3-master
-// cluster under 32 goroutines: decisions on keys the other masters hold must all succeed,
-// since each master has its own queue, while those on the stopped one fail.
-func TestClusterMasterDownSparesOthers(t *testing.T) {
+// TestClusterMastersDown stops masters of a private 3-master cluster. With all three
+// paused before a new client has loaded the cluster's map, a decision must still fail
+// within its deadline (found in review: the map was loaded outside it, for seconds).
+// Then it pauses, and kills, one master under 32 goroutines: decisions on keys the other
+// masters hold must all succeed, since each master has its own queue, while those on the
+// stopped one fail.
+func TestClusterMastersDown(t *testing.T) {
 	needRedis(t)
 	nodes, err := startCluster(3)
 	for _, n := range nodes {
@@ -265,11 +268,27 @@ func TestClusterMasterDownSparesOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
+	p := core.MustParsePolicy("1000000/1h")
+	const timeout = 100 * time.Millisecond
+	for _, n := range nodes {
+		signal(t, n, syscall.SIGSTOP)
+	}
+	for _, ctxTimeout := range []bool{true, false} {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: ctxTimeout})
+		start := time.Now()
+		_, err := redisstore.New(c, redisstore.WithTimeout(timeout)).Decide(ctx, core.Query{Policy: p, Key: "k"})
+		if el := time.Since(start); err == nil || el > timeout+100*time.Millisecond {
+			t.Errorf("ContextTimeoutEnabled %v, every master paused, map not loaded: err %v after %v, want an error within %v", ctxTimeout, err, el, timeout)
+		}
+		c.Close()
+	}
+	for _, n := range nodes {
+		signal(t, n, syscall.SIGCONT)
+	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
-	ctx := context.Background()
-	s := redisstore.New(c, redisstore.WithTimeout(100*time.Millisecond), redisstore.WithDenyCache(false))
-	p := core.MustParsePolicy("1000000/1h")
+	s := redisstore.New(c, redisstore.WithTimeout(timeout), redisstore.WithDenyCache(false))
 	var keys []string
 	onDown := map[string]bool{}
 	for i := range 300 {
