@@ -21,17 +21,17 @@ type decider func(ctx context.Context, rng *rand.Rand) error
 // phase is how long one library has the server before the other takes over.
 const phase = 50 * time.Millisecond
 
-// interleave runs the two libraries in turn, phase by phase, each with 64 goroutines, so
+// interleave runs the two libraries in turn, phase by phase, each with n goroutines, so
 // that a change in the machine's load (other jobs, the VM's neighbours) falls on both
 // alike: separate runs moved the ratio by ±30% here. Each b.Loop iteration is one phase
 // of each. It reports both libraries' decisions per second and p99, and their ratio.
-func interleave(b *testing.B, ours, theirs decider) {
+func interleave(b *testing.B, n int, ours, theirs decider) {
 	client.FlushDB(context.Background())
 	var lat [2][]time.Duration
 	var busy [2]time.Duration
 	for b.Loop() {
 		for side, d := range [2]decider{ours, theirs} {
-			l, el := runPhase(b, d)
+			l, el := runPhase(b, n, d)
 			lat[side] = append(lat[side], l...)
 			busy[side] += el
 		}
@@ -50,14 +50,14 @@ func interleave(b *testing.B, ours, theirs decider) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// runPhase drives d from 64 goroutines for one phase and returns every call's latency.
-func runPhase(b *testing.B, d decider) ([]time.Duration, time.Duration) {
+// runPhase drives d from n goroutines for one phase and returns every call's latency.
+func runPhase(b *testing.B, n int, d decider) ([]time.Duration, time.Duration) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var wg sync.WaitGroup
 	start := time.Now()
 	stop := start.Add(phase)
-	for g := range goroutines {
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -105,11 +105,13 @@ func BenchmarkInterleaved(b *testing.B) {
 		names[i] = "client-" + strconv.Itoa(i)
 	}
 	many := core.MustParsePolicy("100/1m")
-	b.Run("hot-bounded", func(b *testing.B) { interleave(b, hot(store, "1000000000/1s"), rrHot) })
-	b.Run("hot-exact100", func(b *testing.B) { interleave(b, hot(noCache, "100/1ms"), rrHot) })
-	b.Run("hot-exact100-unshared", func(b *testing.B) { interleave(b, hot(unshared, "100/1ms"), rrHot) })
+	b.Run("hot-bounded", func(b *testing.B) { interleave(b, goroutines, hot(store, "1000000000/1s"), rrHot) })
+	b.Run("hot-exact100", func(b *testing.B) { interleave(b, goroutines, hot(noCache, "100/1ms"), rrHot) })
+	// One goroutine: no queue forms, so this shows what the queue costs a lone decision.
+	b.Run("hot-exact100-1goroutine", func(b *testing.B) { interleave(b, 1, hot(noCache, "100/1ms"), rrHot) })
+	b.Run("hot-exact100-unshared", func(b *testing.B) { interleave(b, goroutines, hot(unshared, "100/1ms"), rrHot) })
 	b.Run("many-keys", func(b *testing.B) {
-		interleave(b, func(ctx context.Context, rng *rand.Rand) error {
+		interleave(b, goroutines, func(ctx context.Context, rng *rand.Rand) error {
 			_, err := store.Decide(ctx, core.Query{Policy: many, Key: names[rng.IntN(keys)]})
 			return err
 		}, func(ctx context.Context, rng *rand.Rand) error {
@@ -119,7 +121,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	})
 	b.Run("refused", func(b *testing.B) {
 		spent := core.Query{Policy: core.MustParsePolicy("1/1h"), Key: "spent"}
-		interleave(b, func(ctx context.Context, _ *rand.Rand) error {
+		interleave(b, goroutines, func(ctx context.Context, _ *rand.Rand) error {
 			_, err := store.Decide(ctx, spent)
 			return err
 		}, func(ctx context.Context, _ *rand.Rand) error {
