@@ -61,6 +61,7 @@ var scenarios = []struct {
 	{"Penalty", penalty},
 	{"Peek", peek},
 	{"ConcurrentStrict", concurrentStrict},
+	{"Counter", counter},
 }
 
 const window = 400 * time.Millisecond
@@ -314,4 +315,39 @@ func MaxInWindow(calls []Call, w time.Duration) int {
 // String makes a Call print readably in failures.
 func (c Call) String() string {
 	return fmt.Sprintf("[%v, %v]", c.Start.Format(time.StampMicro), c.End.Format(time.StampMicro))
+}
+
+// counter runs a core.Counter on the store: events slide out of the window, counts
+// saturate at the capacity, keys stay apart, and a weight above the capacity fails.
+func counter(t *testing.T, h Harness) {
+	ctx := context.Background()
+	c, err := core.NewCounter("logins", 10, window, h.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, got int, err error, want int) {
+		t.Helper()
+		if err != nil || got != want {
+			t.Fatalf("%s: got %d, %v; want %d", what, got, err, want)
+		}
+	}
+	n, err := c.Add(ctx, "alice", 2)
+	step("add 2", n, err, 2)
+	h.wait(window / 2)
+	n, err = c.Add(ctx, "alice", 3)
+	step("add 3 half a window later", n, err, 5)
+	n, err = c.Count(ctx, "alice")
+	step("count", n, err, 5)
+	h.wait(window/2 + h.slack())
+	n, err = c.Count(ctx, "alice")
+	step("count once the first 2 have left", n, err, 3)
+	n, err = c.Add(ctx, "alice", 9)
+	step("add 9: saturates", n, err, 10)
+	n, err = c.Count(ctx, "alice")
+	step("count when saturated", n, err, 10)
+	n, err = c.Count(ctx, "bob")
+	step("another key", n, err, 0)
+	if _, err := c.Add(ctx, "alice", 11); !errors.Is(err, core.ErrCostTooHigh) {
+		t.Fatalf("a weight above the capacity: %v, want ErrCostTooHigh", err)
+	}
 }

@@ -150,7 +150,7 @@ func BenchmarkHotKeyAdmitted(b *testing.B) {
 		// always admitted at these rates; the deny cache is off so that every decision,
 		// admitted or not, reaches Redis. admitted-% reports the share admitted.
 		s := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false))
-		q := core.Query{Policy: core.MustParsePolicy("100/1ms"), Key: "hot"}
+		q := core.Query{Policy: core.MustParsePolicy("100/100us"), Key: "hot"}
 		var ok, all atomic.Int64
 		run(b, func(ctx context.Context, _ *rand.Rand) error {
 			d, err := s.Decide(ctx, q)
