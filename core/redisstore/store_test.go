@@ -554,3 +554,34 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (bool,
 	}
 	return d.Allowed, time.Since(st)
 }
+
+// TestSameMicrosecondFromTwoClients makes grants from two stores with their own clients,
+// as two app servers would, at the same microsecond (a shared virtual clock): each is
+// recorded, none overwrites another.
+func TestSameMicrosecondFromTwoClients(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	prefix := redisstore.WithPrefix(freshPrefix(t))
+	a := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock))
+	b := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock))
+	for _, policy := range []string{"4/1s", "1000/1s"} { // an exact ring, a bounded form
+		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "k"}
+		limit := q.Policy.Rate(0).Count
+		for i := range limit {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			d, err := s.Decide(ctx, q)
+			if err != nil || !d.Allowed || d.Remaining != limit-1-i {
+				t.Fatalf("%s, grant %d at one microsecond: %+v %v, want admitted with %d left", policy, i+1, d, err, limit-1-i)
+			}
+		}
+		for _, s := range []*redisstore.Store{a, b} {
+			if d, err := s.Decide(ctx, q); err != nil || d.Allowed {
+				t.Fatalf("%s: grant %d at the same microsecond: %+v %v, want refused", policy, limit+1, d, err)
+			}
+		}
+	}
+}
