@@ -43,13 +43,17 @@ var exact1Src string
 //go:embed bounded1.lua
 var bounded1Src string
 
+//go:embed exactn.lua
+var exactNSrc string
+
 // The scripts are shared by every Store: their SHA-1s are computed once, in Go.
-// exact1Script serves the policies of one exact rate, bounded1Script those of one bounded
-// rate, decideScript every other.
+// exact1Script serves the policies of one exact rate, exactNScript those of several exact
+// rates, bounded1Script those of one bounded rate, decideScript every other.
 var (
 	decideScript   = redis.NewScript(decideSrc)
 	exact1Script   = redis.NewScript(exact1Src)
 	bounded1Script = redis.NewScript(bounded1Src)
+	exactNScript   = redis.NewScript(exactNSrc)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
@@ -321,11 +325,13 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 type plan struct {
 	script *redis.Script
 	// expire is the fifth argument: for decide.lua and bounded1.lua 1 (set the expiry); for
-	// exact1.lua the expiry after a grant in milliseconds, the period rounded up.
+	// exact1.lua and exactn.lua the expiry after a grant in milliseconds, the (longest)
+	// period rounded up.
 	expire int64
 	// tail: for decide.lua L, BoundedBuckets, the number of rates, then count, period,
-	// granule of each; for exact1.lua the count and the period; for bounded1.lua the
-	// count, the period and the granule.
+	// granule of each; for exact1.lua the count and the period; for exactn.lua L, the
+	// number of rates, then count and period of each; for bounded1.lua the count, the
+	// period and the granule.
 	tail   []byte
 	format string // decide.lua's struct format of all the arguments; empty for the lean scripts
 }
@@ -359,11 +365,28 @@ func (s *Store) plan(p *core.Policy) *plan {
 		}
 		return s.keep(p, pl)
 	}
-	logLen := 0
+	logLen, allExact, longest := 0, true, int64(0)
 	for i := range n {
-		if r := p.Rate(i); r.Exact() {
+		r := p.Rate(i)
+		if r.Exact() {
 			logLen = max(logLen, r.Count)
+		} else {
+			allExact = false
 		}
+		longest = max(longest, micros(r.Period))
+	}
+	if allExact {
+		// Several exact rates: the lean script for them, one ring of logLen entries. Its
+		// expiry after a grant is the longest period, in milliseconds rounded up.
+		pl := &plan{script: exactNScript, expire: max(1, (longest+999)/1000)}
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(logLen))
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
+		for i := range n {
+			r := p.Rate(i)
+			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
+			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(micros(r.Period)))
+		}
+		return s.keep(p, pl)
 	}
 	vals := []int64{int64(logLen), core.BoundedBuckets, int64(n)}
 	for i := range n {

@@ -57,13 +57,18 @@ func TestConformance(t *testing.T) {
 func TestMatchesEngine(t *testing.T) {
 	needRedis(t)
 	policies := []string{"3/1s", "1/100ms", "5/100ms,10/1s", "1000/1s", "300/200ms", "100000/1m", "2/50ms,1000/1s,20/2s", "300/1s,256/500ms", "256/1s", "1000/1s,500/100ms,3/10ms", "4/100ms,4/1s", "3/100ms,3/100ms", "300/100ms,300/100ms"}
-	for _, deny := range []bool{false, true} {
+	// On a grid, every step is a whole number of tenths of the shortest period, so grants
+	// land exactly on window edges (an entry exactly T old has left the window), which
+	// random microseconds almost never do.
+	for _, variant := range []struct{ deny, grid bool }{{false, false}, {true, false}, {false, true}} {
+		deny, grid := variant.deny, variant.grid
 		for _, text := range policies {
-			t.Run(fmt.Sprintf("%s/deny=%v", text, deny), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/deny=%v/grid=%v", text, deny, grid), func(t *testing.T) {
 				p := core.MustParsePolicy(text)
-				minCount := p.Rate(0).Count
+				minCount, shortest := p.Rate(0).Count, p.Rate(0).Period
 				for i := range p.NumRates() {
 					minCount = min(minCount, p.Rate(i).Count)
+					shortest = min(shortest, p.Rate(i).Period)
 				}
 				bounded := false
 				for i := range p.NumRates() {
@@ -91,6 +96,9 @@ func TestMatchesEngine(t *testing.T) {
 						}
 					default:
 						adv = time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)/40+1)) * time.Microsecond
+					}
+					if unit := shortest / 10; grid {
+						adv = adv / unit * unit
 					}
 					now := clock.Advance(adv)
 					key := "a"
@@ -326,33 +334,37 @@ func TestDenyCache(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, ownServer(t))
 	p := core.MustParsePolicy("5/1m")
-	q := core.Query{Policy: p, Key: "flood"}
 	const flood = 2000
-	calls := map[bool]int64{}
-	for _, on := range []bool{false, true} {
-		s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("%sdeny-%v:", freshPrefix(t), on)), redisstore.WithDenyCache(on))
-		for range 5 {
-			if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
-				t.Fatalf("filling: %+v %v", d, err)
+	// Every script: one exact rate, several, one bounded, and the generic one.
+	for _, text := range []string{"5/1m", "5/1m,10/1h", "300/1m", "5/1m,300/1h"} {
+		q := core.Query{Policy: core.MustParsePolicy(text), Key: "flood"}
+		limit := q.Policy.Rate(0).Count
+		calls := map[bool]int64{}
+		for _, on := range []bool{false, true} {
+			s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("%sdeny-%v:", freshPrefix(t), on)), redisstore.WithDenyCache(on))
+			for range limit {
+				if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
+					t.Fatalf("%s, filling: %+v %v", text, d, err)
+				}
 			}
+			before := commands(t, c)
+			var prev time.Duration = time.Hour
+			for i := range flood {
+				d, err := s.Decide(ctx, q)
+				if err != nil || d.Allowed || d.Remaining != 0 || d.Limit != limit {
+					t.Fatalf("%s, flood %d: %+v %v, want refused", text, i, d, err)
+				}
+				if d.RetryAfter > prev || d.RetryAfter <= 0 {
+					t.Fatalf("%s, flood %d: RetryAfter %v after %v: must count down", text, i, d.RetryAfter, prev)
+				}
+				prev = d.RetryAfter
+			}
+			calls[on] = commands(t, c) - before
+			t.Logf("%s, deny cache %v: %d script calls for %d refused decisions", text, on, calls[on], flood)
 		}
-		before := commands(t, c)
-		var prev time.Duration = time.Hour
-		for i := range flood {
-			d, err := s.Decide(ctx, q)
-			if err != nil || d.Allowed || d.Remaining != 0 || d.Limit != 5 {
-				t.Fatalf("flood %d: %+v %v, want refused", i, d, err)
-			}
-			if d.RetryAfter > prev || d.RetryAfter <= 0 {
-				t.Fatalf("flood %d: RetryAfter %v after %v: must count down", i, d.RetryAfter, prev)
-			}
-			prev = d.RetryAfter
+		if calls[false] < flood || calls[true]*10 > calls[false] {
+			t.Fatalf("%s, script calls: %d without the cache, %d with: want at least 10x fewer", text, calls[false], calls[true])
 		}
-		calls[on] = commands(t, c) - before
-		t.Logf("deny cache %v: %d script calls for %d refused decisions", on, calls[on], flood)
-	}
-	if calls[false] < flood || calls[true]*10 > calls[false] {
-		t.Fatalf("script calls: %d without the cache, %d with: want at least 10x fewer", calls[false], calls[true])
 	}
 
 	// Penalty queries are never answered locally: each refusal must be recorded.
