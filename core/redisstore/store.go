@@ -199,7 +199,7 @@ func hashOf(p *core.Policy, scope, key string) [16]byte {
 // older release wrote (a misread ring could admit a request too many). During a rolling
 // upgrade across such a change, old and new processes then count in separate buckets
 // until the old ones are gone; see docs/redis.md.
-const layout = "reqlimit-layout-3"
+const layout = "reqlimit-layout-4"
 
 var errNilPolicy = errors.New("redisstore: query has no policy")
 
