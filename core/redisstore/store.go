@@ -46,14 +46,19 @@ var bounded1Src string
 //go:embed exactn.lua
 var exactNSrc string
 
+//go:embed boundedn.lua
+var boundedNSrc string
+
 // The scripts are shared by every Store: their SHA-1s are computed once, in Go.
 // exact1Script serves the policies of one exact rate, exactNScript those of several exact
-// rates, bounded1Script those of one bounded rate, decideScript every other.
+// rates, bounded1Script those of one bounded rate, boundedNScript those of several bounded
+// rates, decideScript those that mix the two.
 var (
 	decideScript   = redis.NewScript(decideSrc)
 	exact1Script   = redis.NewScript(exact1Src)
 	bounded1Script = redis.NewScript(bounded1Src)
 	exactNScript   = redis.NewScript(exactNSrc)
+	boundedNScript = redis.NewScript(boundedNSrc)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
@@ -324,14 +329,15 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 // A plan is a policy's part of the script's arguments, and the script that decides it.
 type plan struct {
 	script *redis.Script
-	// expire is the fifth argument: for decide.lua and bounded1.lua 1 (set the expiry); for
+	// expire is the fifth argument: for decide.lua and the bounded scripts 1 (set the expiry); for
 	// exact1.lua and exactn.lua the expiry after a grant in milliseconds, the (longest)
 	// period rounded up.
 	expire int64
 	// tail: for decide.lua L, BoundedBuckets, the number of rates, then count, period,
 	// granule of each; for exact1.lua the count and the period; for exactn.lua L, the
 	// number of rates, then count and period of each; for bounded1.lua the count, the
-	// period and the granule.
+	// period and the granule; for boundedn.lua the number of rates, then those three of
+	// each.
 	tail   []byte
 	format string // decide.lua's struct format of all the arguments; empty for the lean scripts
 }
@@ -385,6 +391,19 @@ func (s *Store) plan(p *core.Policy) *plan {
 			r := p.Rate(i)
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(micros(r.Period)))
+		}
+		return s.keep(p, pl)
+	}
+	if logLen == 0 {
+		// Several bounded rates: the lean script for them, which keeps its own expiry.
+		pl := &plan{script: boundedNScript, expire: 1}
+		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
+		for i := range n {
+			r := p.Rate(i)
+			us := micros(r.Period)
+			for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
+				pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
+			}
 		}
 		return s.keep(p, pl)
 	}
