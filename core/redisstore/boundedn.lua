@@ -90,7 +90,7 @@ for j = 1, nr do
     lo = lo2
   end
   -- The grant's bucket and its count after recording (rk = -1: none).
-  local rk, rc = -1, 0
+  local rk, rc, newest0 = -1, 0, newest
   if recorded then
     rk = floor(now / g)
     if rk < newest then rk = newest end
@@ -113,7 +113,7 @@ for j = 1, nr do
     for k = lo, newest do
       if k == rk then
         freed = freed + rc
-      elseif not cleared then
+      elseif not cleared and k <= newest0 then -- buckets after the old newest hold nothing
         freed = freed + unpack('<i8', s, at + (k % NB) * 8)
       end
       if freed >= need then

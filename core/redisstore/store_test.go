@@ -602,3 +602,31 @@ func TestSameMicrosecondFromTwoClients(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundedRetryAfterPenaltyJump: found in review. A Penalty refusal recorded in a bucket
+// more than one past the newest made boundedn.lua count, in its RetryAfter, a bucket
+// dropped in the same call (it shares a slot with a bucket 101 later): RetryAfter came
+// out 100 ms where the engine says 101 ms.
+func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
+	needRedis(t)
+	p := core.MustParsePolicy("1000/100ms,5000/1s")
+	start := time.Unix(1_700_000_000, 0)
+	clock := core.NewManualClock(start)
+	store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock), redisstore.WithDenyCache(false))
+	state := p.NewState()
+	for _, s := range []struct {
+		at   time.Duration
+		cost int
+		mode core.Mode
+	}{{0, 600, core.Enforce}, {50 * time.Millisecond, 400, core.Enforce}, {102 * time.Millisecond, 700, core.Penalty}} {
+		clock.Advance(start.Add(s.at).Sub(clock.Now()))
+		want, err := p.Apply(state, clock.Now().UnixNano(), s.cost, s.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Decide(context.Background(), core.Query{Policy: p, Key: "k", Cost: s.cost, Mode: s.mode})
+		if err != nil || got != want {
+			t.Fatalf("t+%v cost %d %v:\n got %+v (%v)\nwant %+v", s.at, s.cost, s.mode, got, err, want)
+		}
+	}
+}
