@@ -14,9 +14,9 @@ import (
 // flight free and the queue empty is sent at once, alone, with its caller's context (by
 // the caller itself, if the client holds context deadlines on its sockets; otherwise by
 // a goroutine, which the caller stops waiting for at its deadline). Otherwise it waits
-// in the queue, and a flight goroutine sends the queue (at most
-// maxBatch calls) as one pipeline, again and again until the queue is empty. Each decision
-// is still its own script call, atomic on the server, answered in one round trip; the
+// in the queue, and a flight goroutine sends the queue (at most maxBatch calls) as one
+// pipeline, again and again until the queue is empty. Each decision is still its own
+// script call, atomic on the server, answered in one round trip; the
 // pipeline saves a write, a read and a wake-up per decision on both sides, which is most
 // of what a short script costs.
 //
@@ -145,9 +145,14 @@ func (s *Store) wait(q *queue, c *call) (reply, error) {
 // finish returns c's answer, and c to the pool.
 func (s *Store) finish(c *call) (reply, error) {
 	v, err := c.v, c.err
+	recycle(c)
+	return v, err
+}
+
+// recycle returns c, which no flight will touch again, to the pool.
+func recycle(c *call) {
 	*c = call{done: c.done}
 	calls.Put(c)
-	return v, err
 }
 
 // abandon gives up on c for err. A call still queued is marked gone, and the flight that
@@ -178,8 +183,7 @@ func (s *Store) fly(q *queue) {
 		for _, c := range q.waiting[:n] {
 			c.queued = false
 			if c.gone {
-				*c = call{done: c.done}
-				calls.Put(c)
+				recycle(c)
 				continue
 			}
 			batch = append(batch, c)

@@ -29,7 +29,6 @@ end
 local tnow = now
 local key = KEYS[1]
 local HDR = 9 + 2 * nr -- the entry in ring slot i starts at byte HDR + 7i
-local NEVER = -9007199254740992
 
 -- Read; anything malformed (a foreign value under our key) reads as empty.
 local s = call('GET', key)

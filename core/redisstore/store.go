@@ -75,7 +75,7 @@ type Store struct {
 	guard   bool
 	flights int
 	queue   queue    // a single server's (see batch.go)
-	nodes   sync.Map // a Cluster master's *redis.Client -> *queue
+	nodes   sync.Map // a Cluster master's address -> its *queue
 	// plans caches each policy's part of the script's arguments, keyed by the policy.
 	plans  sync.Map
 	nplans atomic.Int64
