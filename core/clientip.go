@@ -114,7 +114,8 @@ func (l *Limiter) trusts(a netip.Addr) bool {
 // X-Forwarded-For and Forwarded are chains, walked from the right past trusted hops; the
 // first untrusted address is the client. The leftmost entries are whatever the client sent,
 // so they count only when every hop after them is trusted. A garbled entry stops the walk
-// at the last address known good. Any other header holds one address, set by the proxy.
+// at the last address known good. Any other header holds one address, set by the proxy:
+// its last line.
 func (l *Limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	switch name := l.cfg.forwardedHeader; name {
 	case "", "X-Forwarded-For":
@@ -126,7 +127,13 @@ func (l *Limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	case "Forwarded":
 		return l.walk(peer, forwardedFor(r.Headers("Forwarded")))
 	default:
-		if a, err := netip.ParseAddr(hostOf(strings.TrimSpace(r.Header(name)))); err == nil {
+		// The last line is the one the trusted proxy wrote: a proxy that appends its own
+		// line instead of replacing the field passes the client's lines on before it.
+		lines := r.Headers(name)
+		if len(lines) == 0 {
+			return peer
+		}
+		if a, err := netip.ParseAddr(hostOf(strings.TrimSpace(lines[len(lines)-1]))); err == nil {
 			return a
 		}
 		return peer

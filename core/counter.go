@@ -25,6 +25,9 @@ type Counter struct {
 // default store.
 func NewCounter(name string, capacity int, window time.Duration, store Store) (*Counter, error) {
 	p, err := NewPolicy(Rate{Count: capacity, Period: window})
+	if err == nil {
+		err = p.checkFloor()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("counter %q: %w", name, err)
 	}

@@ -106,7 +106,7 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		s[0] = int64(w)
 		for j, ri := range p.bounded {
 			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-			record(b, p.gran[ri], now, cost)
+			record(b, p.gran[ri], now, cost, p.rates[ri].Count)
 		}
 	}
 	for j := range p.bounded {
@@ -295,10 +295,17 @@ func expire(b []int64, r Rate, g, now int64) {
 	b[bLo] = lo
 }
 
-func record(b []int64, g, now int64, cost int) {
+// record counts cost units in the bucket of now. A bucket holds at most the rate's count:
+// one that full refuses every request on its own until it leaves the window, so more in it
+// would change no decision and no reported time, and the cap keeps Penalty's recording of
+// refusals from growing a sum without bound (it would overflow, and then admit).
+func record(b []int64, g, now int64, cost, count int) {
 	k := max(floorDiv(now, g), b[bNewest])
-	b[bCounts+mod(k, BoundedBuckets+1)] += int64(cost)
-	b[bSum] += int64(cost)
+	i := bCounts + mod(k, BoundedBuckets+1)
+	if add := min(int64(cost), int64(count)-b[i]); add > 0 {
+		b[i] += add
+		b[bSum] += add
+	}
 	b[bNewest] = k
 }
 

@@ -49,13 +49,21 @@ func (l *Limiter) SetHeaders(h HeaderSetter, v *Verdict) {
 		return
 	}
 	d := &v.Decision
-	if !v.Allow {
+	never := v.neverAdmitted()
+	if !v.Allow && !never {
 		h.Set(HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
 	if d.Limit == 0 { // the store failed and no decision was made
 		return
 	}
 	style := l.cfg.headers
+	if never {
+		// The key's state was not read: only the policy is known.
+		if style == HeadersStandard || style == HeadersBoth {
+			h.Set(HeaderRateLimitPolicy, l.policyField)
+		}
+		return
+	}
 	if style == HeadersStandard || style == HeadersBoth {
 		field := l.fields.rateLimit(l, d)
 		if m, ok := h.(HeaderMap); ok {
@@ -90,13 +98,14 @@ func newFieldCache(p *Policy) fieldCache {
 	var c fieldCache
 	n := 0
 	for i, r := range p.rates {
-		secs := int(ceilSeconds(r.Period+time.Duration(p.gran[i]))) + 1
-		c.secs = append(c.secs, secs)
-		c.off = append(c.off, n)
-		n += (r.Count + 1) * (secs + 1)
-		if n > maxCachedFields {
+		secs := ceilSeconds(r.Period+time.Duration(p.gran[i])) + 1
+		// Compared before multiplying: counts and periods are large enough to overflow.
+		if secs > maxCachedFields || int64(r.Count+1) > int64(maxCachedFields-n)/(secs+1) {
 			return fieldCache{}
 		}
+		c.secs = append(c.secs, int(secs))
+		c.off = append(c.off, n)
+		n += (r.Count + 1) * int(secs+1)
 	}
 	c.vals = make([]atomic.Pointer[[1]string], n)
 	return c
@@ -104,11 +113,11 @@ func newFieldCache(p *Policy) fieldCache {
 
 // rateLimit returns the RateLimit field for d, cached when it can be.
 func (c *fieldCache) rateLimit(l *Limiter, d *Decision) *[1]string {
-	i, secs := d.Rate, int(ceilSeconds(d.Reset))
-	if c.vals == nil || i < 0 || i >= len(c.secs) || secs > c.secs[i] || d.Remaining > d.Limit {
+	i, secs := d.Rate, ceilSeconds(d.Reset)
+	if c.vals == nil || i < 0 || i >= len(c.secs) || secs < 0 || secs > int64(c.secs[i]) || d.Remaining < 0 || d.Remaining > d.Limit {
 		return &[1]string{l.rateLimitField(d)}
 	}
-	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+secs]
+	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+int(secs)]
 	v := e.Load()
 	if v == nil {
 		v = &[1]string{l.rateLimitField(d)}
@@ -131,6 +140,18 @@ func (l *Limiter) rateLimitField(d *Decision) string {
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
 	return string(b)
+}
+
+// policyItem formats one rate of the RateLimit-Policy field. The window parameter w is
+// whole seconds and optional: a period that is not a whole number of seconds leaves it
+// out rather than advertise a window longer than the real one (5/10ms as w=1 would claim
+// a hundredfold longer window); the item's name still spells the period.
+func policyItem(name string, r Rate) string {
+	item := strconv.Quote(name) + ";q=" + strconv.Itoa(r.Count)
+	if r.Period%time.Second == 0 {
+		item += ";w=" + strconv.FormatInt(int64(r.Period/time.Second), 10)
+	}
+	return item
 }
 
 // PolicyField returns the RateLimit-Policy field value, fixed for the limiter's life.

@@ -68,8 +68,9 @@ func TestFailModes(t *testing.T) {
 	}
 }
 
-// Found in review: a cost above the limit is refused whatever the fail mode (it could never
-// fit, and admitting it uncounted would break the limit), and the error hook hears of it.
+// A cost above the limit is refused whatever the fail mode (it could never fit, and
+// admitting it uncounted would break the limit), with 413 rather than a 429 that invites a
+// retry, and the error hook hears of it.
 func TestCostAboveLimitIsRefused(t *testing.T) {
 	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
 		hooked := 0
@@ -81,7 +82,7 @@ func TestCostAboveLimitIsRefused(t *testing.T) {
 		}
 		for i := range 10 {
 			v := l.Check(context.Background(), core.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}})
-			if v.Allow || v.Status != 429 || !errors.Is(v.Err, core.ErrCostTooHigh) {
+			if v.Allow || v.Status != 413 || !errors.Is(v.Err, core.ErrCostTooHigh) {
 				t.Fatalf("%v, request %d: %+v", mode, i, v)
 			}
 		}

@@ -32,6 +32,7 @@ type config struct {
 	ipv6Bits        int
 	denyStatus      int
 	denyBody        string
+	shortPeriods    bool
 	extensions      map[any]any
 }
 
@@ -97,7 +98,8 @@ func KeyByValue(key any) KeyFunc {
 }
 
 // WithScope names the bucket's scope instead of the route pattern, so every route that
-// uses the same scope (and policy) shares one quota per client.
+// uses the same scope (and policy) shares one quota per client. It is also how two limits
+// registered apart ask to share buckets: without it, each registered limit has its own.
 func WithScope(scope string) Option {
 	return func(c *config) error { c.scope = scope; return nil }
 }
@@ -117,6 +119,13 @@ func WithCost(cost func(Request) int) Option {
 // stays refused. Under constant overload it gets nothing, not its quota: see Penalty.
 func WithPenalty() Option {
 	return func(c *config) error { c.mode = Penalty; return nil }
+}
+
+// WithShortPeriods lets the limit have periods below MinPeriod, for the rare limit that
+// really means microseconds (pacing a hot internal call, a benchmark). Without it a period
+// that short is refused at registration, since it is nearly always a missing unit.
+func WithShortPeriods() Option {
+	return func(c *config) error { c.shortPeriods = true; return nil }
 }
 
 // WithDryRun decides and reports every request (headers, observer, error hook) but never

@@ -31,7 +31,9 @@ type Policy struct {
 }
 
 // NewPolicy validates rates and returns the policy enforcing all of them. Rates are kept
-// in the order given; duplicates are allowed but pointless.
+// in the order given; duplicates are allowed but pointless. It checks what the engine
+// needs (counts 1 to MaxCount, positive periods up to MaxPeriod), not the MinPeriod floor
+// that limits and ParsePolicy apply: simulations and stores' tests may use shorter periods.
 func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
@@ -70,10 +72,23 @@ func MustPolicy(rates ...Rate) *Policy {
 }
 
 // ParsePolicy reads a policy's text form: comma-separated rates "COUNT/PERIOD", such as
-// "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", "1h30m", "500ms"), a count
-// of days ("1d"), or a bare unit ("s" means "1s"). Spaces around items are ignored.
-// Errors name the item and its byte offset.
+// "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", "1h30m", "500ms", ".5s"),
+// a count of days ("1d"), or a bare unit ("s" means "1s"), and at least MinPeriod. Spaces
+// around items are ignored. Errors name the item and its byte offset.
 func ParsePolicy(text string) (*Policy, error) {
+	p, err := parsePolicy(text)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkFloor(); err != nil {
+		return nil, fmt.Errorf("policy %q: %w", text, err)
+	}
+	return p, nil
+}
+
+// parsePolicy is ParsePolicy without the MinPeriod floor, which limits built with
+// WithShortPeriods do without.
+func parsePolicy(text string) (*Policy, error) {
 	var rates []Rate
 	off := 0
 	for _, item := range strings.Split(text, ",") {
@@ -89,6 +104,16 @@ func ParsePolicy(text string) (*Policy, error) {
 		return nil, fmt.Errorf("policy %q: %w", text, err)
 	}
 	return p, nil
+}
+
+// checkFloor refuses a rate whose period is below MinPeriod.
+func (p *Policy) checkFloor() error {
+	for i, r := range p.rates {
+		if err := r.checkFloor(); err != nil {
+			return fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
+		}
+	}
+	return nil
 }
 
 // MustParsePolicy is like ParsePolicy but panics on error, like regexp.MustCompile.

@@ -30,6 +30,18 @@ const BoundedBuckets = 100
 // must never overflow int64 nanoseconds.
 const MaxPeriod = time.Duration(1 << 62)
 
+// MinPeriod is the shortest period a limit accepts unless WithShortPeriods says otherwise.
+// A shorter one is nearly always a unit left out: Limit(3, 60) is 3 per 60 nanoseconds,
+// which admits everything. Sub-second windows such as 20 per 50ms stay well above it.
+const MinPeriod = time.Millisecond
+
+// MaxCount is the largest count (and so the largest cost) a rate may have, ten trillion:
+// far above any real limit, and low enough that every sum the engine and the Redis scripts
+// form stays exact (a bounded rate's buckets hold at most its count each, and Redis's Lua
+// counts in doubles, exact to 2^53), and that RateLimit values stay within the 15 digits
+// of a Structured Field integer.
+const MaxCount = 10_000_000_000_000
+
 // Exact reports whether r is kept as an exact log of grant times (Count <= ExactMax).
 func (r Rate) Exact() bool { return r.Count <= ExactMax }
 
@@ -37,6 +49,9 @@ func (r Rate) Exact() bool { return r.Count <= ExactMax }
 func (r Rate) validate() error {
 	if r.Count < 1 {
 		return fmt.Errorf("count %d: %w", r.Count, ErrBadCount)
+	}
+	if r.Count > MaxCount {
+		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, MaxCount, ErrBadCount)
 	}
 	if r.Period <= 0 {
 		return fmt.Errorf("period %v: %w", r.Period, ErrBadPeriod)
@@ -77,15 +92,27 @@ func formatPeriod(d time.Duration) string {
 	return d.String()
 }
 
-// parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", "1d" or a bare unit
-// ("s" = "1s"). It accepts days, which time.ParseDuration does not.
+// checkFloor refuses a period below MinPeriod, naming the value and the fix.
+func (r Rate) checkFloor() error {
+	if r.Period >= MinPeriod || r.Period <= 0 {
+		return nil // a non-positive period has its own error
+	}
+	return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
+		r.Period, MinPeriod, int64(r.Period), ErrBadPeriod)
+}
+
+// parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", ".5s", "1d" or a bare
+// unit ("s" = "1s"). It accepts days, which time.ParseDuration does not.
 func parsePeriod(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty period")
 	}
 	orig := s
-	if s[0] < '0' || s[0] > '9' {
-		s = "1" + s
+	switch c := s[0]; {
+	case c == '-' || c == '+':
+		return 0, fmt.Errorf("bad period %q: want a duration without a sign, such as 1m", orig)
+	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == 0xc2 || c == 0xce:
+		s = "1" + s // a bare unit, "µs" included; ".5s" is a number and keeps its meaning
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)

@@ -25,7 +25,7 @@ type adapter struct {
 }
 
 func (adapter) Traits() adaptertest.Traits {
-	return adaptertest.Traits{Name: "echolimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user"}
+	return adaptertest.Traits{Name: "echolimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user", PreRouting: true}
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -64,6 +64,7 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 			}
 		})
 	}
+	e.Pre(a.MountAll(app.Pre)...)
 	e.Use(a.MountAll(app.Use)...)
 	for _, rt := range app.Routes {
 		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits)...)

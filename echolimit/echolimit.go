@@ -62,7 +62,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.frameworkIP || c.Echo().IPExtractor != nil {
 		peer = c.RealIP()
 	}
-	in := core.Input{Route: c.Path(), Path: r.URL.Path, Peer: peer}
+	in := core.Input{Route: c.Path(), Peer: peer}
 	if m.needsRequest {
 		// echo.Context is an interface: boxing request allocates, so only when a key,
 		// skip or cost function or trusted proxies will read it.
@@ -80,7 +80,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	w := c.Response()
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	_, err := io.WriteString(w, m.l.DenyBody())
+	_, err := io.WriteString(w, m.l.DenyBody(&v))
 	return err
 }
 

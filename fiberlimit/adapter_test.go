@@ -29,7 +29,7 @@ type adapter struct {
 
 func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "fiberlimit", Pattern: func(p string) string { return p },
-		FrameworkTrust: true, TrustHeader: "X-Real-Ip", UseSharesBucket: true, ValueKey: "user"}
+		FrameworkTrust: true, TrustHeader: "X-Real-Ip", UseSharesBucket: true, ValueKey: "user", PreRouting: true}
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -58,8 +58,8 @@ func (a adapter) app(app adaptertest.App) *fiber.App {
 			return c.Next()
 		})
 	}
-	for _, m := range a.MountAll(app.Use) {
-		f.Use(m)
+	for _, m := range append(a.MountAll(app.Pre), a.MountAll(app.Use)...) {
+		f.Use(m) // Fiber's app.Use is both: it reports the Use prefix, not the route
 	}
 	for _, rt := range app.Routes {
 		f.Get(rt.Path, append(a.MountAll(rt.Limits), func(c *fiber.Ctx) error { return c.SendString("ok") })...)

@@ -72,9 +72,6 @@ func Middleware(l *core.Limiter) fiber.Handler {
 			}
 		}
 		in := core.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
-		if in.Route == "" {
-			in.Path = utils.CopyString(c.Path())
-		}
 		v := l.Check(c.UserContext(), in)
 		l.SetHeaders(header{c}, &v)
 		if v.Allow {
@@ -84,7 +81,7 @@ func Middleware(l *core.Limiter) fiber.Handler {
 			return deny(c, v.Decision)
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
-		return c.Status(v.Status).SendString(l.DenyBody())
+		return c.Status(v.Status).SendString(l.DenyBody(&v))
 	}
 }
 

@@ -50,7 +50,7 @@ func Middleware(l *core.Limiter) gin.HandlerFunc {
 		if frameworkIP {
 			peer = c.ClientIP()
 		}
-		v := l.Check(c.Request.Context(), core.Input{Route: c.FullPath(), Path: c.Request.URL.Path, Peer: peer, Request: request{c}})
+		v := l.Check(c.Request.Context(), core.Input{Route: c.FullPath(), Peer: peer, Request: request{c}})
 		l.SetHeaders(core.HeaderMap(c.Writer.Header()), &v)
 		if v.Allow {
 			c.Next()
@@ -61,7 +61,7 @@ func Middleware(l *core.Limiter) gin.HandlerFunc {
 			deny(c, v.Decision)
 			return
 		}
-		c.String(v.Status, "%s", l.DenyBody())
+		c.String(v.Status, "%s", l.DenyBody(&v))
 	}
 }
 

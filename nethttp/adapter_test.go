@@ -31,7 +31,7 @@ var param = regexp.MustCompile(`:(\w+)`)
 func pattern(path string) string { return "GET " + param.ReplaceAllString(path, "{$1}") }
 
 func (adapter) Traits() adaptertest.Traits {
-	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}}
+	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}, PreRouting: true}
 }
 
 func (adapter) DenyWith(status int, body string) core.Option {
@@ -71,7 +71,10 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 	for i := len(app.Use) - 1; i >= 0; i-- {
 		h = a.Mount(app.Use[i].WithOpts(nethttp.WithMux(mux)))(h)
 	}
-	if len(app.Use) > 0 {
+	for i := len(app.Pre) - 1; i >= 0; i-- {
+		h = a.Mount(app.Pre[i])(h) // without WithMux: before routing, the pattern is unknown
+	}
+	if len(app.Use) > 0 || len(app.Pre) > 0 {
 		h = setValue(h)
 	}
 	return h

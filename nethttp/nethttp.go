@@ -4,9 +4,11 @@
 //	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute)(h))
 //
 // Requests are keyed by the connection's peer IP (X-Forwarded-For counts only with
-// core.WithTrustedProxies) and the ServeMux pattern that matched, falling back to the
-// cleaned path. Refused requests get 429 with Retry-After at once; every response carries
-// the IETF RateLimit and RateLimit-Policy fields.
+// core.WithTrustedProxies) and the ServeMux pattern that matched. Middleware that runs
+// before routing (around a whole ServeMux, or in chi's r.Use) does not know the pattern:
+// it counts every request in one bucket per client, unless WithMux or WithPattern lets it
+// ask the router. Refused requests get 429 with Retry-After at once; every response
+// carries the IETF RateLimit and RateLimit-Policy fields.
 package nethttp
 
 import (
@@ -39,25 +41,27 @@ func New(policy string, opts ...core.Option) (func(http.Handler) http.Handler, e
 // Middleware returns middleware applying a limiter built with package core.
 func Middleware(l *core.Limiter) func(http.Handler) http.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
-	mux, _ := l.Extension(muxKey{}).(*http.ServeMux)
+	pattern, _ := l.Extension(patternKey{}).(func(*http.Request) string)
 	return func(next http.Handler) http.Handler {
-		return &handler{l: l, next: next, deny: deny, mux: mux}
+		return &handler{l: l, next: next, deny: deny, pattern: pattern}
 	}
 }
 
 type handler struct {
-	l    *core.Limiter
-	next http.Handler
-	deny DenyFunc
-	mux  *http.ServeMux
+	l       *core.Limiter
+	next    http.Handler
+	deny    DenyFunc
+	pattern func(*http.Request) string
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Before routing (around a whole ServeMux or router) r.Pattern is "", and core counts
+	// every request in one bucket per client, unless the router can be asked first.
 	route := r.Pattern
-	if route == "" && h.mux != nil {
-		_, route = h.mux.Handler(r)
+	if route == "" && h.pattern != nil {
+		route = h.pattern(r)
 	}
-	v := h.l.Check(r.Context(), core.Input{Route: route, Path: r.URL.Path, Peer: r.RemoteAddr, Request: request{r}})
+	v := h.l.Check(r.Context(), core.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}})
 	h.l.SetHeaders(core.HeaderMap(w.Header()), &v)
 	if v.Allow {
 		h.next.ServeHTTP(w, r)
@@ -69,7 +73,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	io.WriteString(w, h.l.DenyBody())
+	io.WriteString(w, h.l.DenyBody(&v))
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}
@@ -83,12 +87,28 @@ type denyKey struct{}
 // DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
 func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
 
-type muxKey struct{}
+type patternKey struct{}
 
 // WithMux lets middleware that wraps a whole ServeMux (rather than one route's handler)
 // find the pattern each request will match, so that every route still gets its own
-// bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux).
-func WithMux(mux *http.ServeMux) core.Option { return core.WithExtension(muxKey{}, mux) }
+// bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux). Without
+// it, such middleware counts every route in one bucket per client.
+func WithMux(mux *http.ServeMux) core.Option {
+	return WithPattern(func(r *http.Request) string { _, p := mux.Handler(r); return p })
+}
+
+// WithPattern lets middleware that runs before routing learn the route pattern a request
+// will match from pattern, which returns "" when none matches. It is WithMux for other
+// routers; with chi, whose r.Use middleware runs before routing:
+//
+//	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(func(req *http.Request) string {
+//		return r.Find(chi.NewRouteContext(), req.Method, req.URL.Path)
+//	})))
+//
+// Requests whose pattern is "" share one bucket per client.
+func WithPattern(pattern func(*http.Request) string) core.Option {
+	return core.WithExtension(patternKey{}, pattern)
+}
 
 // request is core.Request over *http.Request; one pointer, so boxing it allocates nothing.
 type request struct{ r *http.Request }

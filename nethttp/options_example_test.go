@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -77,7 +78,9 @@ func Example_trustedProxies() {
 // A limit read from configuration: a bad policy is an error naming the bad part, not a panic.
 func ExampleNew() {
 	if _, err := nethttp.New("500/2s,2000/ten seconds"); err != nil {
-		fmt.Println(err)
+		// The error goes on to say where the limit was registered: file, line and code.
+		msg, _, _ := strings.Cut(err.Error(), " (limit registered at")
+		fmt.Println(msg)
 	}
 	limit, err := nethttp.New("500/2s,2000/10s", fresh())
 	if err != nil {

@@ -72,8 +72,15 @@ if recorded then
   local k = floor(now / g)
   if k < newest then k = newest end
   local i = k % NB
-  cnt[i] = count(i) + cost
-  sum = sum + cost
+  -- A bucket holds at most N (as core's record): a full one refuses alone, and the cap
+  -- keeps Penalty's sums bounded and exact.
+  local c = count(i)
+  local add = N - c
+  if add > cost then add = cost end
+  if add > 0 then
+    cnt[i] = c + add
+    sum = sum + add
+  end
   newest = k
 end
 

@@ -97,8 +97,13 @@ for j = 1, nr do
     local i = rk % NB
     local d = dlo + (i - dlo % NB) % NB -- the dropped bucket in slot i, if any
     if not cleared and not (dhi >= dlo and d <= dhi) then rc = unpack('<i8', s, at + i * 8) end
-    rc = rc + cost
-    sum = sum + cost
+    -- A bucket holds at most N (as core's record).
+    local add = N - rc
+    if add > cost then add = cost end
+    if add > 0 then
+      rc = rc + add
+      sum = sum + add
+    end
     newest = rk
   end
 

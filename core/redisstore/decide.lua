@@ -183,8 +183,13 @@ if recorded then
     if gran[i] > 0 then
       j = j + 1
       local k = max(floor(now / gran[i]), bnew[j])
-      cnt[cpos(j, k)] = getc(j, k) + cost
-      bsum[j] = bsum[j] + cost
+      -- A bucket holds at most the rate's count (as core's record).
+      local c = getc(j, k)
+      local add = min(cost, count[i] - c)
+      if add > 0 then
+        cnt[cpos(j, k)] = c + add
+        bsum[j] = bsum[j] + add
+      end
       bnew[j] = k
     end
   end

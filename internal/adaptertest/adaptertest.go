@@ -49,6 +49,8 @@ type Traits struct {
 	UseSharesBucket bool
 	// ValueKey is the key App.ValueFromHeader stores under, for core.KeyByValue.
 	ValueKey any
+	// PreRouting reports that the framework can mount middleware before routing (App.Pre).
+	PreRouting bool
 }
 
 // A Limit is one limit to mount: Limit(Count, Period, Opts...), or New(Policy, Opts...)
@@ -70,8 +72,12 @@ type Route struct {
 // An App is what Serve builds.
 type App struct {
 	Routes []Route
-	// Use are limits mounted app-wide (r.Use, e.Use, app.Use, or around the ServeMux).
+	// Use are limits mounted app-wide after routing, where the framework has one (r.Use,
+	// e.Use, app.Use, or around the ServeMux with nethttp.WithMux).
 	Use []Limit
+	// Pre are limits mounted app-wide before routing, where the route is not yet known
+	// (e.Pre, around the ServeMux without WithMux, Fiber's app.Use); see Traits.PreRouting.
+	Pre []Limit
 	// TrustProxies configures the framework's own trusted proxies (CIDRs), reading
 	// X-Forwarded-For, and makes the limits take the framework's client IP.
 	TrustProxies []string

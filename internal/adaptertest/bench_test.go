@@ -17,8 +17,8 @@ func BenchmarkCoreCheck(b *testing.B) {
 		style core.HeaderStyle
 	}{{"headers-off", core.HeadersOff}, {"standard", core.HeadersStandard}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := core.MustLimiter("bench", 100, time.Microsecond, core.WithStore(core.NewMemoryStore()), core.WithHeaders(c.style))
-			in := core.Input{Route: "/user/:id", Path: "/user/1", Peer: DefaultRemote}
+			l := core.MustLimiter("bench", 100, time.Microsecond, core.WithShortPeriods(), core.WithStore(core.NewMemoryStore()), core.WithHeaders(c.style))
+			in := core.Input{Route: "/user/:id", Peer: DefaultRemote}
 			h := core.HeaderMap{}
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,6 +96,9 @@ func withStore(app App, store core.Option) App {
 	for i := range app.Use {
 		app.Use[i] = app.Use[i].WithOpts(store)
 	}
+	for i := range app.Pre {
+		app.Pre[i] = app.Pre[i].WithOpts(store)
+	}
 	for i := range app.Routes {
 		for j := range app.Routes[i].Limits {
 			app.Routes[i].Limits[j] = app.Routes[i].Limits[j].WithOpts(store)
@@ -133,6 +137,12 @@ func badArguments(t *testing.T, a Adapter) {
 		{0, time.Minute, []string{name + ".Limit(0, 1m0s)", "count 0", "adaptertest.go:"}},
 		{3, 0, []string{name + ".Limit(3, 0s)", "period 0s"}},
 		{-1, time.Second, []string{"count -1"}},
+		// A bare number is nanoseconds: Limit(3, 60) would admit everything.
+		{3, 60, []string{name + ".Limit(3, 60ns)", "period 60ns is below the 1ms minimum", "60*time.Second", "WithShortPeriods", "adaptertest.go:"}},
+		{3, time.Nanosecond, []string{"period 1ns"}},
+		{3, 999 * time.Microsecond, []string{"period 999µs"}},
+		{core.MaxCount + 1, time.Hour, []string{"count 10000000000001 is above the largest, 10000000000000"}},
+		{math.MaxInt, time.Second, []string{"count 9223372036854775807"}},
 	} {
 		msg := func() (msg string) {
 			defer func() { msg = fmt.Sprint(recover()) }()
@@ -144,6 +154,41 @@ func badArguments(t *testing.T, a Adapter) {
 				t.Errorf("Limit(%d, %v) panicked with %q; want it to name %q", c.count, c.period, msg, w)
 			}
 		}
+	}
+	for _, ok := range []struct {
+		count  int
+		period time.Duration
+		opts   []core.Option
+	}{
+		{20, 50 * time.Millisecond, nil}, {5, 10 * time.Millisecond, nil}, {3, time.Millisecond, nil},
+		{100, 100 * time.Microsecond, []core.Option{core.WithShortPeriods()}},
+		{core.MaxCount, time.Hour, nil},
+	} {
+		msg := func() (msg string) {
+			defer func() {
+				if r := recover(); r != nil {
+					msg = fmt.Sprint(r)
+				}
+			}()
+			a.Limit(ok.count, ok.period, ok.opts...)
+			return ""
+		}()
+		if msg != "" {
+			t.Errorf("Limit(%d, %v): %s", ok.count, ok.period, msg)
+		}
+	}
+	for _, policy := range []string{"3/60ns", "3/999us", "10000000000001/1d", "999999999999999999/1d", "110000000000000/d", "9223372036854775807/1s", "3/.s", "3/-1s"} {
+		if err := a.New(policy); err == nil || !strings.Contains(err.Error(), strconv.Quote(policy)) || !strings.Contains(err.Error(), "adaptertest.go:") {
+			t.Errorf("New(%q): error %v, want one naming the policy and where it was registered", policy, err)
+		}
+	}
+	for _, policy := range []string{"20/50ms", "10/.5s", "1000000000000/365d", "10000000000000/1d"} {
+		if err := a.New(policy); err != nil {
+			t.Errorf("New(%q): %v", policy, err)
+		}
+	}
+	if err := a.New("100/100us", core.WithShortPeriods()); err != nil {
+		t.Errorf(`New("100/100us", WithShortPeriods()): %v`, err)
 	}
 	for _, policy := range []string{"", "3", "3/", "x/1m", "0/1m", "3/1m,"} {
 		err := a.New(policy)

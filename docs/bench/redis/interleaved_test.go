@@ -100,7 +100,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	// report the share of reqlimit's decisions that were admitted.
 	var decided, admitted atomic.Int64
 	hot := func(s *redisstore.Store, policy string) decider {
-		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "hot"}
+		q := core.Query{Policy: parsePolicy(policy), Key: "hot"}
 		return func(ctx context.Context, _ *rand.Rand) error {
 			d, err := s.Decide(ctx, q)
 			decided.Add(1)
@@ -123,7 +123,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	for i := range names {
 		names[i] = "client-" + strconv.Itoa(i)
 	}
-	many := core.MustParsePolicy("100/1m")
+	many := parsePolicy("100/1m")
 	hotRun("hot-bounded", goroutines, hot(store, "1000000000/1s"))
 	hotRun("hot-exact100", goroutines, hot(noCache, "100/100us"))
 	// One goroutine: no queue forms, so this shows what the queue costs a lone decision.
@@ -142,7 +142,7 @@ func BenchmarkInterleaved(b *testing.B) {
 		})
 	})
 	b.Run("refused", func(b *testing.B) {
-		spent := core.Query{Policy: core.MustParsePolicy("1/1h"), Key: "spent"}
+		spent := core.Query{Policy: parsePolicy("1/1h"), Key: "spent"}
 		interleave(b, goroutines, func(ctx context.Context, _ *rand.Rand) error {
 			_, err := store.Decide(ctx, spent)
 			return err

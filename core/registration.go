@@ -1,0 +1,122 @@
+package core
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A registrationSite is where a limit was registered: the application's frames that led to
+// the call, innermost first, each as "function:line+offset".
+type registrationSite struct {
+	file  string // the innermost frame's file and line, for messages
+	line  int
+	stack []string
+}
+
+// maxSiteFrames bounds how much of the caller's stack names a registration: enough to tell
+// apart two limits registered through one helper, no more.
+const maxSiteFrames = 8
+
+// ownModule is this module's import path prefix. Programs (package main) are named
+// "main." whatever their path, so they are never the library's own frames.
+const ownModule = "github.com/reqlimit/reqlimit/"
+
+// registration describes the call that is registering a limit: the frames outside this
+// module's library packages, so that whichever adapter (or none) was called, the site is
+// the application's line.
+func registration() registrationSite {
+	pcs := make([]uintptr, 48)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	var site registrationSite
+	for {
+		f, more := frames.Next()
+		if !isLibraryFrame(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
+			if site.stack == nil {
+				site.file, site.line = f.File, f.Line
+			}
+			// The call's offset in its function tells apart two calls on one line, and,
+			// unlike the address, is the same in every process running the build.
+			site.stack = append(site.stack, f.Function+":"+strconv.Itoa(f.Line)+"+"+strconv.FormatUint(uint64(f.PC-f.Entry), 16))
+			if len(site.stack) == maxSiteFrames {
+				break
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return site
+}
+
+// isLibraryFrame reports whether fn belongs to one of this module's library packages
+// (core, its stores, the adapters), rather than to an application, a test, or a test
+// helper package (named like httptest: adaptertest, storetest), whose frames are callers.
+func isLibraryFrame(fn string) bool {
+	rest, ok := strings.CutPrefix(fn, ownModule)
+	if !ok {
+		return false
+	}
+	pkg := rest
+	if i := strings.IndexByte(rest, '.'); i >= 0 {
+		pkg = rest[:i] // "core", "internal/adaptertest", "ginlimit_test"
+	}
+	return !strings.HasSuffix(pkg, "test")
+}
+
+// where describes the site for messages: file:line and, when the source is at hand, the
+// registering line itself, which names the route.
+func (s registrationSite) where() string {
+	if s.file == "" {
+		return "at an unknown site"
+	}
+	site := fmt.Sprintf("at %s:%d", path.Base(s.file), s.line)
+	if line := sourceLine(s.file, s.line); line != "" {
+		site += " (" + line + ")"
+	}
+	return site
+}
+
+// wrap adds the site to a registration error, last: the error says what is wrong, the
+// site where to fix it.
+func (s registrationSite) wrap(err error) error {
+	return fmt.Errorf("%w (limit registered %s)", err, s.where())
+}
+
+// registered remembers, per policy text, the site of the first limit registered with it.
+var registered struct {
+	sync.Mutex
+	first map[string]string
+}
+
+// identify returns what sets a limit's buckets apart from those of other limits with the
+// same policy. Two limits registered in different places must never share a bucket (an
+// app-wide 3/1m and a route's own 3/1m would each record every request in the one bucket),
+// yet "the same limit" must name the same buckets in every process of a deployment, for
+// shared stores. So the first limit registered with a policy keeps the plain bucket names,
+// and a limit registered with that policy from another call stack is told apart by that
+// stack, which is the same in every process running the same build. The same site
+// registering again (a router rebuilt) gets the same buckets.
+func identify(policy string, stack []string) string {
+	site := strings.Join(stack, "\n")
+	registered.Lock()
+	defer registered.Unlock()
+	if registered.first == nil {
+		registered.first = map[string]string{}
+	}
+	first, ok := registered.first[policy]
+	if !ok {
+		registered.first[policy] = site
+		return ""
+	}
+	if first == site {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write([]byte(site))
+	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
+}

@@ -1,0 +1,145 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// A period written as a bare number is nanoseconds: refused everywhere a limit is declared,
+// with the value, the floor and the fix named; windows people use stay accepted.
+func TestPeriodFloor(t *testing.T) {
+	for _, build := range []struct {
+		name string
+		f    func() error
+	}{
+		{"NewLimiter(3, 60)", func() error { _, err := core.NewLimiter(3, 60); return err }},
+		{"NewLimiter(3, time.Nanosecond)", func() error { _, err := core.NewLimiter(3, time.Nanosecond); return err }},
+		{"NewLimiter with WithRate(5, 60)", func() error { _, err := core.NewLimiter(3, time.Minute, core.WithRate(5, 60)); return err }},
+		{`ParsePolicy("3/60ns")`, func() error { _, err := core.ParsePolicy("3/60ns"); return err }},
+		{`ParseLimiter("3/1m,3/60ns")`, func() error { _, err := core.ParseLimiter("3/1m,3/60ns"); return err }},
+		{"NewCounter over 60ns", func() error { _, err := core.NewCounter("c", 3, 60, nil); return err }},
+	} {
+		err := build.f()
+		if !errors.Is(err, core.ErrBadPeriod) {
+			t.Errorf("%s: %v, want ErrBadPeriod", build.name, err)
+			continue
+		}
+		for _, part := range []string{"ns is below the 1ms minimum", "*time.Second", "WithShortPeriods"} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("%s: %q does not say %q", build.name, err, part)
+			}
+		}
+	}
+	for _, ok := range []string{"20/50ms", "5/10ms", "3/1ms", "10/.5s"} {
+		if _, err := core.ParseLimiter(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if _, err := core.ParseLimiter("100/100us", core.WithShortPeriods()); err != nil {
+		t.Errorf("100/100us with WithShortPeriods: %v", err)
+	}
+	if _, err := core.NewLimiter(100, 100*time.Microsecond, core.WithShortPeriods()); err != nil {
+		t.Errorf("100 per 100µs with WithShortPeriods: %v", err)
+	}
+}
+
+// A period starting with a dot is a number, as time.ParseDuration reads it: never a digit
+// added in front of it.
+func TestPeriodWithLeadingDot(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"10/.5s": 500 * time.Millisecond, "3/.5m": 30 * time.Second, "3/s": time.Second,
+		"3/ms": time.Millisecond, "3/1.5s": 1500 * time.Millisecond, "3/h": time.Hour, "3/d": 24 * time.Hour,
+	} {
+		p, err := core.ParsePolicy(in)
+		if err != nil || p.Rate(0).Period != want {
+			t.Errorf("%s: %v %v, want period %v", in, p, err, want)
+		}
+	}
+	for _, bad := range []string{"3/.s", "3/.", "3/-1s", "3/+1s", "3/.d", "3/1.5d"} {
+		if p, err := core.ParsePolicy(bad); err == nil {
+			t.Errorf("%s parsed as %v", bad, p)
+		}
+	}
+}
+
+// Counts are bounded where RateLimit values and the engine's sums stay exact; the inputs
+// that used to panic (a makeslice overflow, an index out of range) are errors or work.
+func TestHugeCounts(t *testing.T) {
+	for _, bad := range []string{"999999999999999999/1d", "110000000000000/d", "9223372036854775807/1s", "10000000000001/1h"} {
+		_, err := core.ParsePolicy(bad)
+		if !errors.Is(err, core.ErrBadCount) || !strings.Contains(err.Error(), "is above the largest, 10000000000000") {
+			t.Errorf("%s: %v, want ErrBadCount naming the largest count", bad, err)
+		}
+	}
+	for _, good := range []string{"1000000000000/365d", "10000000000000/1d", "10000000000000/36500d", "3/36500d"} {
+		l, err := core.ParseLimiter(good, core.WithStore(core.NewMemoryStore()))
+		if err != nil {
+			t.Fatalf("%s: %v", good, err)
+		}
+		for range 3 {
+			v := l.Check(context.Background(), core.Input{Route: "/", Peer: "192.0.2.1:1"})
+			h := core.HeaderMap{}
+			l.SetHeaders(h, &v)
+			if !v.Allow || len(h[core.HeaderRateLimit]) != 1 {
+				t.Fatalf("%s: %+v, fields %v", good, v, h)
+			}
+		}
+	}
+	_, err := core.NewPolicy(core.Per(3, time.Minute), core.Per(core.MaxCount+1, time.Hour))
+	if !errors.Is(err, core.ErrBadCount) {
+		t.Errorf("NewPolicy with a count above MaxCount: %v", err)
+	}
+}
+
+// Penalty records refusals too. A bounded rate's bucket holds at most its count, so a
+// flood of refused requests of the largest cost cannot grow the sum until it overflows
+// and admits.
+func TestPenaltyCannotOverflow(t *testing.T) {
+	p := core.MustPolicy(core.Per(core.MaxCount, time.Hour))
+	s := p.NewState()
+	d, err := p.Apply(s, 0, core.MaxCount, core.Penalty)
+	if err != nil || !d.Allowed {
+		t.Fatalf("first: %+v %v", d, err)
+	}
+	// Enough refusals of the largest cost to pass int64's range without the cap.
+	for i := range 1_000_000 {
+		d, err := p.Apply(s, int64(i), core.MaxCount, core.Penalty)
+		if err != nil || d.Allowed {
+			t.Fatalf("refusal %d: %+v %v", i, d, err)
+		}
+	}
+	// And the key frees once the hour (and its bucket) has passed.
+	d, _ = p.Apply(s, int64(time.Hour+time.Hour/50), 1, core.Enforce)
+	if !d.Allowed || d.Remaining != core.MaxCount-1 {
+		t.Fatalf("an hour later: %+v", d)
+	}
+}
+
+// Two limits registered in different places with the same policy count apart; one place
+// registering again (a router rebuilt) names the same buckets.
+func TestRegisteredLimitsCountApart(t *testing.T) {
+	store := core.WithStore(core.NewMemoryStore())
+	in := core.Input{Route: "GET /a", Peer: "192.0.2.1:1"}
+	first, _ := core.NewLimiter(2, 7*time.Minute, store)
+	second, _ := core.NewLimiter(2, 7*time.Minute, store)
+	for i, l := range []*core.Limiter{first, first, second, second} {
+		if v := l.Check(context.Background(), in); !v.Allow {
+			t.Fatalf("request %d refused: the two limits share a bucket", i+1)
+		}
+	}
+	var again []*core.Limiter
+	for range 2 {
+		l, _ := core.NewLimiter(3, 7*time.Minute, store) // one site, twice
+		again = append(again, l)
+	}
+	for i, l := range []*core.Limiter{again[0], again[1], again[0], again[1]} {
+		if v := l.Check(context.Background(), in); v.Allow != (i < 3) {
+			t.Fatalf("request %d: allowed %v; one site registering twice must name one bucket", i+1, v.Allow)
+		}
+	}
+}

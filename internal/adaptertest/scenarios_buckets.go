@@ -1,0 +1,166 @@
+package adaptertest
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+)
+
+// Scenarios about which requests share a bucket: where the route is unknown, and where
+// limits are stacked.
+func init() { Scenarios = append(Scenarios, bucketScenarios...) }
+
+func notFound(path string) Step {
+	return Step{Request: Request{Path: path}, Status: 404}
+}
+
+var bucketScenarios = []Scenario{
+	{
+		// A request that matches no route has no pattern to key by. Keyed by its path, a
+		// client would mint a bucket (and a store entry) per path it makes up; all of them
+		// share one bucket per client instead.
+		Name: "unmatched-paths-share-one-bucket",
+		App: func(Traits, Adapter, *Probe) App {
+			return App{Use: []Limit{perMinute(2)}, Routes: []Route{{Path: "/a"}}}
+		},
+		Steps: func(tr Traits) []Step {
+			steps := []Step{notFound("/x0"), notFound("/x1"), refused("/x2"), refused("/x3/y"), refused("/x0")}
+			if tr.UseSharesBucket {
+				return append(steps, refused("/a"), from("192.0.2.8:1", notFound("/x4")))
+			}
+			return append(steps, ok("/a"), from("192.0.2.8:1", notFound("/x4")))
+		},
+	},
+	{
+		// Mounted before routing, a limit cannot know the route: every request behind it
+		// shares one bucket per client, stricter than a bucket per route, never looser.
+		Name: "mounted-before-routing-shares-one-bucket",
+		Skip: func(tr Traits) string {
+			if !tr.PreRouting {
+				return tr.Name + "'s framework has no middleware before routing"
+			}
+			return ""
+		},
+		App: func(Traits, Adapter, *Probe) App {
+			return App{Pre: []Limit{perMinute(2)}, Routes: []Route{{Path: "/a"}, {Path: "/b"}, {Path: "/user/:id"}}}
+		},
+		Steps: fixed(ok("/user/1"), ok("/user/2"), refused("/user/3"), refused("/a"), refused("/b"),
+			refused("/nowhere"), from("192.0.2.8:1", ok("/b"))),
+	},
+	{
+		// An app-wide limit and a route's own limit with the same policy are two limits:
+		// each counts a request once, in a bucket of its own. Sharing one bucket, every
+		// request would be recorded twice and the route would admit 1 of 3.
+		Name: "stacked-limits-with-the-same-policy-count-apart",
+		App: func(Traits, Adapter, *Probe) App {
+			return App{Use: []Limit{perMinute(3)}, Routes: []Route{{Path: "/a", Limits: []Limit{perMinute(3)}}}}
+		},
+		Steps: fixed(ok("/a"), ok("/a"), ok("/a"), refused("/a")),
+	},
+	{
+		// Two limits that ask to share (the same scope and policy) still do.
+		Name: "stacked-limits-sharing-a-scope-count-together",
+		App: func(Traits, Adapter, *Probe) App {
+			s := core.WithScope("login")
+			return App{Routes: []Route{{Path: "/a", Limits: []Limit{perMinute(2, s)}}, {Path: "/b", Limits: []Limit{perMinute(2, s)}}}}
+		},
+		Steps: fixed(ok("/a"), ok("/b"), refused("/a"), refused("/b")),
+	},
+	{
+		// A proxy that appends its own X-Real-IP line after the client's, instead of
+		// replacing the field, passes the client's line on first: the last line is the
+		// proxy's, and only it counts.
+		Name: "single-address-header-takes-the-last-line",
+		App: func(Traits, Adapter, *Probe) App {
+			return one("/a", perMinute(1, core.WithTrustedProxies("10.0.0.0/8"), core.WithForwardedHeader("X-Real-IP")))
+		},
+		Steps: fixed(
+			from("10.0.0.1:1", ok("/a", "X-Real-IP", "203.0.113.1", "X-Real-IP", "198.51.100.7")),
+			from("10.0.0.1:1", refused("/a", "X-Real-IP", "203.0.113.2", "X-Real-IP", "198.51.100.7")),
+			from("10.0.0.1:1", ok("/a", "X-Real-IP", "203.0.113.1", "X-Real-IP", "198.51.100.8")),
+		),
+	},
+	{
+		// A cost above the limit can never be admitted: 413 and no Retry-After, which
+		// would invite a retry that cannot succeed, and no RateLimit state, which was not read.
+		Name: "cost-above-the-limit-is-413-without-retry-after",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			return one("/a", perMinute(2, core.WithCost(func(core.Request) int { return 5 }), p.ErrorHook()))
+		},
+		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 413, Header: map[string]string{
+			"Retry-After": "", "RateLimit": "", "RateLimit-Policy": `"2/1m";q=2;w=60`}}),
+		Check: func(t *testing.T, _ Traits, p *Probe) {
+			if len(p.Errors) != 1 || !errors.Is(p.Errors[0], core.ErrCostTooHigh) {
+				t.Errorf("error hook saw %v, want one ErrCostTooHigh", p.Errors)
+			}
+		},
+	},
+	{
+		// w is whole seconds; a window of 10ms is not advertised as w=1, a hundredfold
+		// longer than it is.
+		Name: "sub-second-window-advertises-no-w",
+		App: func(Traits, Adapter, *Probe) App {
+			return one("/a", Limit{Count: 5, Period: 10 * time.Millisecond})
+		},
+		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{
+			"RateLimit-Policy": `"5/10ms";q=5`}}),
+	},
+	{
+		// A count of a trillion per year works end to end: no overflow on the way to the
+		// fields, which stay within a Structured Field integer's 15 digits.
+		Name: "huge-counts-and-long-periods",
+		App: func(Traits, Adapter, *Probe) App {
+			return App{Routes: []Route{
+				{Path: "/a", Limits: []Limit{{Policy: "1000000000000/365d"}}},
+				{Path: "/b", Limits: []Limit{{Count: core.MaxCount, Period: 100 * 365 * 24 * time.Hour}}},
+			}}
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{
+				"RateLimit-Policy": `"1000000000000/365d";q=1000000000000;w=31536000`},
+				Check: resetWithin(`"1000000000000/365d";r=999999999999;t=`, 365*24*time.Hour)},
+			Step{Request: Request{Path: "/b"}, Status: 200, Header: map[string]string{
+				"RateLimit-Policy": `"10000000000000/36500d";q=10000000000000;w=3153600000`},
+				Check: resetWithin(`"10000000000000/36500d";r=9999999999999;t=`, 36500*24*time.Hour)},
+		),
+	},
+	{
+		// A key function's error reaches the error hook, and the request falls back to
+		// the client's IP: a failing key function never turns limiting off.
+		Name: "key-function-error-reaches-the-hook",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			failing := func(core.Request) (string, error) { return "", errKeyDown }
+			return one("/a", perMinute(1, core.WithKey(failing), p.ErrorHook()))
+		},
+		Steps: fixed(ok("/a"), refused("/a"), from("192.0.2.8:1", ok("/a"))),
+		Check: func(t *testing.T, _ Traits, p *Probe) {
+			if len(p.Errors) != 3 || !errors.Is(p.Errors[0], errKeyDown) {
+				t.Errorf("error hook saw %v, want 3 errors wrapping the key function's", p.Errors)
+			}
+		},
+	},
+}
+
+var errKeyDown = errors.New("session store down")
+
+// resetWithin checks a RateLimit field that starts with prefix and ends with t: a bounded
+// rate (counts above core.ExactMax) holds a grant until its bucket, a hundredth of the
+// period, has left the window, so t lies between the period and a hundredth more.
+func resetWithin(prefix string, period time.Duration) func(http.Header) error {
+	return func(h http.Header) error {
+		v := h.Get("RateLimit")
+		rest, ok := strings.CutPrefix(v, prefix)
+		t, err := strconv.ParseInt(rest, 10, 64)
+		lo, hi := int64(period/time.Second), int64(period/time.Second)*101/100+1
+		if !ok || err != nil || t < lo || t > hi {
+			return fmt.Errorf("RateLimit %q, want %s followed by %d to %d", v, prefix, lo, hi)
+		}
+		return nil
+	}
+}
