@@ -5,7 +5,8 @@
 //
 // Requests are keyed by the connection's peer IP and the route template (c.Path(), so
 // /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
-// e.Use (not e.Pre, which runs before routing). When the application set e.IPExtractor,
+// e.Use. Mounted with e.Pre, which runs before routing, it cannot know the route and
+// counts every request in one bucket per client; so do requests that match no route. When the application set e.IPExtractor,
 // the client IP is c.RealIP(); without one Echo's RealIP believes X-Forwarded-For from any
 // client, so the peer is used. Refused requests get 429 with Retry-After; every response
 // carries the IETF RateLimit and RateLimit-Policy fields.

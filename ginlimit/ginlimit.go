@@ -5,7 +5,7 @@
 //
 // Requests are keyed by the connection's peer IP and the route template (c.FullPath(), so
 // /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
-// r.Use. Gin's c.ClientIP() is not used by default: until engine.SetTrustedProxies is called
+// r.Use; requests that match no route share one bucket per client. Gin's c.ClientIP() is not used by default: until engine.SetTrustedProxies is called
 // Gin believes X-Forwarded-For from any client. After calling it, opt in with
 // core.WithClientIPFromFramework(); or let reqlimit read forwarded headers itself with
 // core.WithTrustedProxies. Refused requests get 429 with Retry-After; every response

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/exampletest"
+	"github.com/reqlimit/reqlimit/nethttp"
+)
+
+func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newRouter())) }
+
+// TestMountings holds chi's three ways to mount a limit to the README's table: r.With keys
+// by route pattern; r.Use counts every route in one bucket per client (the route is not
+// known before routing), unless nethttp.WithPattern asks the router first.
+func TestMountings(t *testing.T) {
+	ok := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }
+	build := map[string]func(limit func(...core.Option) func(http.Handler) http.Handler) *chi.Mux{
+		"use": func(limit func(...core.Option) func(http.Handler) http.Handler) *chi.Mux {
+			r := chi.NewRouter()
+			r.Use(limit())
+			r.Get("/user/{id}", ok)
+			r.Get("/other", ok)
+			return r
+		},
+		"use-with-pattern": func(limit func(...core.Option) func(http.Handler) http.Handler) *chi.Mux {
+			r := chi.NewRouter()
+			r.Use(limit(nethttp.WithPattern(func(req *http.Request) string {
+				return r.Find(chi.NewRouteContext(), req.Method, req.URL.Path)
+			})))
+			r.Get("/user/{id}", ok)
+			r.Get("/other", ok)
+			return r
+		},
+		"with": func(limit func(...core.Option) func(http.Handler) http.Handler) *chi.Mux {
+			r := chi.NewRouter()
+			r.With(limit()).Get("/user/{id}", ok)
+			r.With(limit()).Get("/other", ok)
+			return r
+		},
+	}
+	want := map[string][]int{
+		//                 /user/1 /user/2 /user/3 /other /nowhere /nowhere2
+		"use":              {200, 200, 429, 429, 429, 429},
+		"use-with-pattern": {200, 200, 429, 200, 404, 404},
+		"with":             {200, 200, 429, 200, 404, 404},
+	}
+	for name, b := range build {
+		t.Run(name, func(t *testing.T) {
+			store := core.WithStore(core.NewMemoryStore())
+			r := b(func(opts ...core.Option) func(http.Handler) http.Handler {
+				return nethttp.Limit(2, time.Minute, append(opts, store)...)
+			})
+			for i, path := range []string{"/user/1", "/user/2", "/user/3", "/other", "/nowhere", "/nowhere2"} {
+				req := httptest.NewRequest("GET", path, nil)
+				w := httptest.NewRecorder()
+				r.ServeHTTP(w, req)
+				if w.Code != want[name][i] {
+					t.Errorf("%s: status %d, want %d", path, w.Code, want[name][i])
+				}
+			}
+		})
+	}
+}
