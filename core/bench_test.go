@@ -188,3 +188,64 @@ func BenchmarkHeapPerKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNewKeyAtCap times a decision for a key a full store has never seen (the store
+// holds its cap of live keys, so the newcomer is decided in the overflow bucket) beside a
+// decision for a key that a store below its cap already holds. A flood of distinct keys
+// sends every request down the first path, so it must cost about what the second does:
+// x-below-cap, their ratio, should stay at most 10. The two run in alternating batches of
+// 32 in one process, so that the ratio holds whatever the machine's speed and load; ns/op
+// is per batch pair.
+//
+//	go test ./core -run '^$' -bench NewKeyAtCap -benchmem
+func BenchmarkNewKeyAtCap(b *testing.B) {
+	for _, n := range []int{100_000, 1 << 20} {
+		b.Run(fmt.Sprint("cap=", n), func(b *testing.B) {
+			ctx := context.Background()
+			// Every filled key stays live. One policy a store: a policy remembers the last
+			// store it was decided in, and alternating would cost both sides a lookup.
+			p, pBelow := core.MustPolicy(core.Per(1, time.Hour)), core.MustPolicy(core.Per(1, time.Hour))
+			full := core.NewMemoryStore(core.WithMaxKeys(n))
+			below := core.NewMemoryStore(core.WithMaxKeys(2 * n))
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
+				full.Decide(ctx, core.Query{Policy: p, Scope: "GET /user/test", Key: keys[i]})
+				below.Decide(ctx, core.Query{Policy: pBelow, Scope: "GET /user/test", Key: keys[i]})
+			}
+			if full.Len() != n || below.Len() != n {
+				b.Fatalf("filled %d and %d keys, want %d", full.Len(), below.Len(), n)
+			}
+			// A full store of live keys never gives a newcomer an entry, so reusing these
+			// names keeps every one of them new.
+			newcomers := make([]string, 1<<16)
+			for i := range newcomers {
+				newcomers[i] = fmt.Sprintf("new-%d", i)
+			}
+			const batch = 32
+			var atCap, belowCap time.Duration
+			var decisions, i, j int
+			for b.Loop() {
+				start := time.Now()
+				for range batch {
+					full.Decide(ctx, core.Query{Policy: p, Scope: "GET /user/test", Key: newcomers[i]})
+					i = (i + 1) % len(newcomers)
+				}
+				mid := time.Now()
+				for range batch {
+					below.Decide(ctx, core.Query{Policy: pBelow, Scope: "GET /user/test", Key: keys[j]})
+					j = (j + 1) % n
+				}
+				belowCap += time.Since(mid)
+				atCap += mid.Sub(start)
+				decisions += batch
+			}
+			if full.Len() != n {
+				b.Fatalf("full store holds %d keys, want %d", full.Len(), n)
+			}
+			b.ReportMetric(float64(atCap)/float64(decisions), "ns/new-key-at-cap")
+			b.ReportMetric(float64(belowCap)/float64(decisions), "ns/key-below-cap")
+			b.ReportMetric(float64(atCap)/float64(belowCap), "x-below-cap")
+		})
+	}
+}

@@ -15,7 +15,8 @@ import (
 // 90 MB for a 3-per-minute policy (84 bytes a key, measured: see docs/performance.md).
 const DefaultMaxKeys = 1 << 20
 
-// DefaultSweepInterval is how often a MemoryStore shard drops idle keys unless told otherwise.
+// DefaultSweepInterval is how often a MemoryStore shard starts a pass over its keys to drop
+// the idle ones, unless told otherwise.
 const DefaultSweepInterval = time.Minute
 
 const shardCount = 64
@@ -23,7 +24,7 @@ const shardCount = 64
 // MemoryStore is the in-process Store: exact, allocation-free per decision for keys it
 // already holds, lock-free to find them, and bounded in size. Its zero value is not usable;
 // call NewMemoryStore. It runs no goroutine: idle keys are swept by the shard that holds
-// them, during later decisions, so there is nothing to close.
+// them, a few slots at a time during later decisions, so there is nothing to close.
 //
 // Each policy (by text) has its own table of keys, split in shards. A key is found without
 // a lock and decided under its own; a shard's lock is taken only to add keys, to sweep and
@@ -31,14 +32,18 @@ const shardCount = 64
 //
 // # At the key cap
 //
-// When the store holds MaxKeys keys and a new key arrives, the store first drops idle keys
-// (which never changes a decision). If it is still full, the new key is decided in its
-// policy's overflow bucket: every newcomer that finds the store full shares that one quota,
-// so none of them can exceed its limit, and live keys are never evicted to make room, so
-// none of them can either. When room returns, a new key starts from the overflow bucket's
-// history (its own grants there among them) until that bucket goes idle: stricter than
-// exact, never looser. A flood of distinct clients therefore costs memory up to the cap
-// plus one bucket per policy, and then only throttles other newcomers.
+// When the store holds MaxKeys keys and a new key arrives, the store first looks for idle
+// keys to drop (which never changes a decision), a few slots' worth: some of the new key's
+// shard, then some of the shard that a store-wide round over every shard has reached. Each
+// newcomer so pays a small fixed price however large the store, and an idle key anywhere
+// is found once the newcomers have moved the round over every slot. If the store is still
+// full, the new key is decided in its policy's overflow bucket: every newcomer that finds
+// the store full shares that one quota, so none of them can exceed its limit, and live keys
+// are never evicted to make room, so none of them can either. When room returns, a new key
+// starts from the overflow bucket's history (its own grants there among them) until that
+// bucket goes idle: stricter than exact, never looser. A flood of distinct clients
+// therefore costs memory up to the cap plus one bucket per policy, and then only throttles
+// other newcomers.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
@@ -47,10 +52,18 @@ type MemoryStore struct {
 	maxKeys    int64
 	sweepEvery int64
 	keys       atomic.Int64 // keys held; the overflow buckets are not counted
-	fullSweep  atomic.Int64 // when a full store last swept every shard
 
 	mu     sync.Mutex
 	tables map[string]*keyTable // by policy text: equal policies share buckets
+
+	// The store-wide round of a full store's sweeping: the tables it walks, fetched anew
+	// each time it has walked them all, and the shard it is on (table index times
+	// shardCount plus shard index). Only ever TryLocked: newcomers must not queue on it.
+	roundMu sync.Mutex
+	round   []*keyTable
+	roundAt int
+
+	sweepHook func(slots int) // for tests: told how many slots each sweep examines
 }
 
 // A keyTable holds the keys of one policy.
@@ -81,7 +94,9 @@ type tableShard struct {
 	slots     atomic.Pointer[slotArray]
 	used      int          // slots not nil: live entries and tombstones
 	live      int          // live entries
-	lastSweep atomic.Int64 // the time of the last sweep: new keys start no earlier
+	cursor    int          // the next slot a sweep step examines
+	lastSweep atomic.Int64 // the latest time a key was dropped: decisions start no earlier
+	lastPass  atomic.Int64 // when the cursor last came round: the periodic sweep waits
 	_         [32]byte     // keeps neighbouring shards' locks off one cache line
 }
 
@@ -129,7 +144,9 @@ func WithClock(c Clock) MemoryOption { return func(m *MemoryStore) { m.clock = c
 // See "At the key cap" in MemoryStore's documentation.
 func WithMaxKeys(n int) MemoryOption { return func(m *MemoryStore) { m.maxKeys = int64(n) } }
 
-// WithSweepInterval sets how often each shard drops idle keys (default DefaultSweepInterval).
+// WithSweepInterval sets how often each shard starts a pass over its keys to drop the idle
+// ones (default DefaultSweepInterval). A pass is spread over the shard's next decisions, a
+// few slots each; 0 keeps every shard always sweeping.
 func WithSweepInterval(d time.Duration) MemoryOption {
 	return func(m *MemoryStore) { m.sweepEvery = int64(d) }
 }
@@ -225,12 +242,11 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 		}
 		// A decision whose clock reading predates a sweep happens after it: it must not
 		// record a grant among times a dropped key still counted.
-		swept := sh.lastSweep.Load()
-		now = max(now, swept)
+		now = max(now, sh.lastSweep.Load())
 		err := p.apply(d, s[2:], now, q.Cost, q.Mode)
 		mu.Unlock()
-		if now-swept >= m.sweepEvery && sh.mu.TryLock() {
-			sh.sweep(t, now)
+		if now-sh.lastPass.Load() >= m.sweepEvery && sh.mu.TryLock() {
+			sh.sweepStep(t, now)
 			sh.mu.Unlock()
 		}
 		return err
@@ -293,9 +309,11 @@ func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 	}
 	m := t.store
 	if m.keys.Load() >= m.maxKeys {
-		sh.sweep(t, now)
+		// A step here and a step of the round, not whole shards: a flood of newcomers
+		// must not make each of them scan the store while holding a shard's lock.
+		sh.sweepStep(t, now)
 		if m.keys.Load() >= m.maxKeys {
-			m.sweepOthers(sh, now)
+			m.sweepRound(sh, now)
 		}
 		if m.keys.Load() >= m.maxKeys {
 			return t.overflowEntry()
@@ -388,11 +406,54 @@ func (sh *tableShard) rebuild(n int) *slotArray {
 	return a
 }
 
-// sweep drops the shard's idle keys; the caller holds sh.mu. A key being decided right now
-// is not idle and is skipped.
+// sweepChunk is how many slots a sweep step examines: small enough that a step costs about
+// what a few decisions do, so that newcomers at the cap and the periodic sweep add a
+// bounded price to the decision that runs them.
+const sweepChunk = 16
+
+// sweepStep examines the next sweepChunk slots from the shard's cursor and drops the idle
+// keys among them; the caller holds sh.mu. It reports whether the cursor came round, which
+// ends a pass over the shard.
+func (sh *tableShard) sweepStep(t *keyTable, now int64) (passed bool) {
+	a := sh.slots.Load()
+	from := sh.cursor & int(a.mask) // the table may have been rebuilt smaller since
+	to := min(from+sweepChunk, len(a.slots))
+	sh.sweepSlots(t, a, from, to, now)
+	sh.cursor = to
+	if to < len(a.slots) {
+		return false
+	}
+	sh.cursor = 0
+	sh.endPass(now)
+	return true
+}
+
+// sweep drops every idle key of the shard at once; the caller holds sh.mu.
 func (sh *tableShard) sweep(t *keyTable, now int64) {
 	a := sh.slots.Load()
-	for i := range a.slots {
+	sh.sweepSlots(t, a, 0, len(a.slots), now)
+	sh.endPass(now)
+}
+
+// endPass follows a pass over every slot: the table is rebuilt if it is mostly tombstones,
+// and the periodic sweep waits its interval from now. A rebuild is the one part of a step
+// that grows with the shard, but it runs only once the tombstones outnumber the live
+// entries, so its cost is spread over the drops that made them.
+func (sh *tableShard) endPass(now int64) {
+	if sh.used > 2*sh.live+8 {
+		sh.rebuild(max(8, 2*sh.live))
+	}
+	sh.lastPass.Store(max(now, sh.lastPass.Load()))
+}
+
+// sweepSlots drops the idle keys in slots [from, to) of a, the shard's table; the caller
+// holds sh.mu. A key being decided right now is not idle and is skipped.
+func (sh *tableShard) sweepSlots(t *keyTable, a *slotArray, from, to int, now int64) {
+	if hook := t.store.sweepHook; hook != nil {
+		hook(to - from)
+	}
+	dropped := false
+	for i := from; i < to; i++ {
 		e := a.slots[i].entry.Load()
 		if e == nil || e == tombstone {
 			continue
@@ -407,33 +468,41 @@ func (sh *tableShard) sweep(t *keyTable, now int64) {
 			a.slots[i].entry.Store(tombstone)
 			sh.live--
 			t.store.keys.Add(-1)
+			dropped = true
 		}
 		mu.Unlock()
 	}
-	if sh.used > 2*sh.live+8 {
-		sh.rebuild(max(8, 2*sh.live))
+	if dropped { // only a dropped key's grants need later decisions held back (see decide)
+		sh.lastSweep.Store(max(now, sh.lastSweep.Load()))
 	}
-	sh.lastSweep.Store(max(now, sh.lastSweep.Load()))
 }
 
-// fullSweepGap spaces out the store-wide sweeps of a full store, so that a flood of new
-// keys does not make every one of them pay for a scan of the whole store.
-const fullSweepGap = int64(100 * time.Millisecond)
-
-// sweepOthers sweeps every shard but the caller's, which it holds locked. Busy shards are
-// skipped rather than waited for: two full shards sweeping each other must not deadlock.
-func (m *MemoryStore) sweepOthers(own *tableShard, now int64) {
-	last := m.fullSweep.Load()
-	if now-last < fullSweepGap || !m.fullSweep.CompareAndSwap(last, now) {
+// sweepRound moves a full store's round of all shards on by one step: a step of the shard
+// it is on, which it leaves once that shard's cursor comes round. own is the caller's
+// shard, which it holds. Nothing here waits: a busy round is left to whoever holds it, and a
+// busy shard is passed over (two full shards stepping each other must not deadlock).
+func (m *MemoryStore) sweepRound(own *tableShard, now int64) {
+	if !m.roundMu.TryLock() {
 		return
 	}
-	for _, t := range m.tableList() {
-		for i := range t.shards {
-			if sh := &t.shards[i]; sh != own && sh.mu.TryLock() {
-				sh.sweep(t, now)
-				sh.mu.Unlock()
-			}
+	defer m.roundMu.Unlock()
+	if m.roundAt >= len(m.round)*shardCount {
+		m.round, m.roundAt = m.tableList(), 0 // once a round: tables made since join in
+		if len(m.round) == 0 {
+			return
 		}
+	}
+	t := m.round[m.roundAt/shardCount]
+	sh := &t.shards[m.roundAt%shardCount]
+	if sh != own {
+		if !sh.mu.TryLock() {
+			m.roundAt++
+			return
+		}
+		defer sh.mu.Unlock()
+	}
+	if sh.sweepStep(t, now) {
+		m.roundAt++
 	}
 }
 

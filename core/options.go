@@ -256,10 +256,11 @@ func WithForwardedHeader(name string) Option {
 }
 
 // WithClientIPFromFramework takes the client IP from the framework's own logic (Gin's
-// c.ClientIP, Echo's c.RealIP, Fiber's c.IP), for applications that configured their
-// framework's trusted proxies. Echo with an IPExtractor and Fiber with
-// EnableTrustedProxyCheck are detected without it; Gin cannot be, since it trusts every
-// proxy until SetTrustedProxies is called, so Gin applications opt in here after calling it.
+// c.ClientIP, Echo's c.RealIP, Fiber's proxy header), for applications that configured
+// their framework's trusted proxies. Gin and Echo applications opt in here once their
+// framework trusts only their proxies: Gin trusts every proxy until SetTrustedProxies is
+// called, and Echo's extractors trust every private, loopback and link-local peer unless
+// told otherwise. Fiber with EnableTrustedProxyCheck is detected without it.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }

@@ -64,10 +64,14 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 			}
 		})
 	}
-	e.Pre(a.MountAll(app.Pre)...)
-	e.Use(a.MountAll(app.Use)...)
+	var trust []core.Option
+	if len(app.TrustProxies) > 0 {
+		trust = append(trust, core.WithClientIPFromFramework())
+	}
+	e.Pre(a.MountAll(app.Pre, trust...)...)
+	e.Use(a.MountAll(app.Use, trust...)...)
 	for _, rt := range app.Routes {
-		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits)...)
+		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits, trust...)...)
 	}
 	return e
 }

@@ -6,10 +6,14 @@
 // Requests are keyed by the connection's peer IP and the route template (c.Path(), so
 // /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
 // e.Use. Mounted with e.Pre, which runs before routing, it cannot know the route and
-// counts every request in one bucket per client; so do requests that match no route. When the application set e.IPExtractor,
-// the client IP is c.RealIP(); without one Echo's RealIP believes X-Forwarded-For from any
-// client, so the peer is used. Refused requests get 429 with Retry-After; every response
-// carries the IETF RateLimit and RateLimit-Policy fields.
+// counts every request in one bucket per client; so do requests that match no route.
+//
+// The client IP is the peer's, unless core.WithClientIPFromFramework says to take
+// c.RealIP(): Echo's RealIP believes X-Forwarded-For from any client when no IPExtractor
+// is set, and its extractors trust every private, loopback and link-local peer unless
+// told otherwise, so an application opts in once its extractor trusts only its proxies.
+// Refused requests get 429 with Retry-After; every response carries the IETF RateLimit and
+// RateLimit-Policy fields.
 package echolimit
 
 import (
@@ -60,7 +64,7 @@ type middleware struct {
 func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	r := c.Request()
 	peer := r.RemoteAddr
-	if m.frameworkIP || c.Echo().IPExtractor != nil {
+	if m.frameworkIP {
 		peer = c.RealIP()
 	}
 	in := core.Input{Route: c.Path(), Peer: peer}

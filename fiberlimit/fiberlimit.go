@@ -6,12 +6,12 @@
 // Requests are keyed by the connection's peer IP and the route template (c.Route().Path, so
 // /user/1 and /user/2 share /user/:id's bucket). When the application turned on
 // Config.EnableTrustedProxyCheck with a ProxyHeader that holds one address set by the proxy
-// (X-Real-IP, CF-Connecting-IP), the client IP is c.IP(), which Fiber believes only from
-// TrustedProxies. With ProxyHeader X-Forwarded-For (or Forwarded) c.IP() is the chain's
-// leftmost entry, which the client writes, so it is never used: there, pass
-// core.WithTrustedProxies with your proxies, which walks the chain from the right. Refused
-// requests get 429 with Retry-After; every response carries the IETF RateLimit and
-// RateLimit-Policy fields.
+// (X-Real-IP, CF-Connecting-IP), the client IP is that header's last line (the one the
+// proxy wrote), believed only from TrustedProxies, as Fiber's c.IP() is. With ProxyHeader
+// X-Forwarded-For (or Forwarded) c.IP() is the chain's leftmost entry, which the client
+// writes, so it is never used: there, pass core.WithTrustedProxies with your proxies,
+// which walks the chain from the right. Refused requests get 429 with Retry-After; every
+// response carries the IETF RateLimit and RateLimit-Policy fields.
 //
 // # Mounting with app.Use
 //
@@ -63,12 +63,9 @@ func Middleware(l *core.Limiter) fiber.Handler {
 	frameworkIP := l.TrustsFrameworkIP()
 	return func(c *fiber.Ctx) error {
 		peer := peerIP(c.Context().RemoteAddr())
-		if useFrameworkIP(c.App(), frameworkIP) {
-			// Without EnableIPValidation, c.IP() is the proxy header as sent, whatever it
-			// holds: anything but one address falls back to the peer, so that garbage
-			// passed on by a trusted proxy cannot mint buckets.
-			if ip := c.IP(); isIP(ip) {
-				peer = utils.CopyString(ip) // from a proxy header, it aliases the request
+		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
+			if ip, ok := lastAddress(c, header); ok {
+				peer = ip
 			}
 		}
 		in := core.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
@@ -97,19 +94,36 @@ func peerIP(a net.Addr) string {
 	return a.String()
 }
 
-// useFrameworkIP reports whether c.IP() may key requests in app: its ProxyHeader must hold
-// one address, set by the proxy, and the app must believe it only from TrustedProxies (or
-// the limit opted in). App.Config copies the whole Config, hundreds of bytes, so the
+// useFrameworkIP reports whether app's ProxyHeader (returned) may key requests: it must
+// hold one address, set by the proxy, and the app must believe it only from TrustedProxies
+// (or the limit opted in). App.Config copies the whole Config, hundreds of bytes, so the
 // answer is kept for the last app seen (a middleware is nearly always mounted in one app,
 // and its config is fixed once it serves).
-func useFrameworkIP(app *fiber.App, optIn bool) bool {
+func useFrameworkIP(app *fiber.App, optIn bool) (string, bool) {
 	t := lastApp.Load()
 	if t == nil || t.app != app {
 		cfg := app.Config()
-		t = &appTrust{app: app, checked: cfg.EnableTrustedProxyCheck, single: singleAddressHeader(cfg.ProxyHeader)}
+		t = &appTrust{app: app, header: cfg.ProxyHeader, checked: cfg.EnableTrustedProxyCheck, single: singleAddressHeader(cfg.ProxyHeader)}
 		lastApp.Store(t)
 	}
-	return t.single && (t.checked || optIn)
+	return t.header, t.single && (t.checked || optIn)
+}
+
+// lastAddress reads the client's address from the last line of header, the one the
+// trusted proxy wrote: Fiber's c.IP() takes the first, which a proxy that appends its own
+// line instead of replacing the field leaves to the client. Anything but one address falls
+// back to the peer, so that garbage passed on by a trusted proxy cannot mint buckets. The
+// result is a copy: the header's bytes belong to the request.
+func lastAddress(c *fiber.Ctx, header string) (string, bool) {
+	lines := c.Request().Header.PeekAll(header)
+	if len(lines) == 0 {
+		return "", false
+	}
+	ip := strings.TrimSpace(string(lines[len(lines)-1]))
+	if !isIP(ip) {
+		return "", false
+	}
+	return ip, true
 }
 
 // singleAddressHeader reports whether a proxy header holds one address: not empty (then
@@ -120,8 +134,9 @@ func singleAddressHeader(name string) bool {
 
 type appTrust struct {
 	app     *fiber.App
-	checked bool // EnableTrustedProxyCheck
-	single  bool // singleAddressHeader(ProxyHeader)
+	header  string // ProxyHeader
+	checked bool   // EnableTrustedProxyCheck
+	single  bool   // singleAddressHeader(ProxyHeader)
 }
 
 var lastApp atomic.Pointer[appTrust]

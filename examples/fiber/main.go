@@ -16,8 +16,10 @@ import (
 )
 
 func newApp() *fiber.App {
-	// Not behind a proxy: no ProxyHeader, so c.IP() and fiberlimit use the connection's
-	// peer. Behind one, set ProxyHeader, EnableTrustedProxyCheck and TrustedProxies.
+	// Not behind a proxy: no ProxyHeader, so fiberlimit uses the connection's peer. Behind
+	// one, see docs/operations.md: a single-address ProxyHeader (X-Real-IP) with
+	// EnableTrustedProxyCheck and TrustedProxies, or core.WithTrustedProxies for
+	// X-Forwarded-For.
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	hello := func(c *fiber.Ctx) error { return c.SendString("hello\n") }
 	// Limits go on each route: under app.Use, Fiber cannot tell routes apart.

@@ -401,6 +401,10 @@ func trustedProxySteps(inCore bool) func(Traits) []Step {
 			} else {
 				// A forged X-Forwarded-For beside the proxy's header is not read.
 				steps = append(steps, from("10.0.0.1:1", refused("/a", xff, "203.0.113.9", "X-Forwarded-For", "198.51.100.3")))
+				// A proxy that appends its line after the client's: the last line counts.
+				steps = append(steps,
+					from("10.0.0.1:1", ok("/a", xff, "198.51.100.30", xff, "203.0.113.40")),
+					from("10.0.0.1:1", refused("/a", xff, "198.51.100.31", xff, "203.0.113.40")))
 			}
 		}
 		return steps

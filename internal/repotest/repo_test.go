@@ -4,16 +4,19 @@ package repotest
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// root is the library module's directory. Not "go list -m": in the repository's
+// workspace it lists every module.
 func root(t *testing.T) string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		t.Fatalf("go list -m: %v", err)
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("go env GOMOD: %q, %v", out, err)
 	}
-	return strings.TrimSpace(string(out))
+	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
 func TestGofmt(t *testing.T) {

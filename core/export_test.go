@@ -1,0 +1,36 @@
+package core
+
+// Views of the memory store's insides for the external tests.
+
+// SweepChunk is how many slots one sweep step examines.
+const SweepChunk = sweepChunk
+
+// CountSweptSlots makes m add to *n the slots each of its sweeps examines. Set it before m
+// is used, and use m from one goroutine: *n is not synchronized.
+func CountSweptSlots(m *MemoryStore, n *int) { m.sweepHook = func(k int) { *n += k } }
+
+// HoldsKey reports whether m holds an entry of its own for the key, rather than deciding it
+// in the overflow bucket.
+func HoldsKey(m *MemoryStore, p *Policy, scope, key string) bool {
+	t := m.table(p)
+	h := m.hash(t, scope, key)
+	return t.shards[h>>(64-6)].find(h) != nil
+}
+
+// ShardOf returns the index of the shard that holds, or would hold, the key.
+func ShardOf(m *MemoryStore, p *Policy, scope, key string) int {
+	return int(m.hash(m.table(p), scope, key) >> (64 - 6))
+}
+
+// SlotCount returns how many slots m's tables have, all shards together, and the most any
+// one shard has.
+func SlotCount(m *MemoryStore) (total, most int) {
+	for _, t := range m.tableList() {
+		for i := range t.shards {
+			n := len(t.shards[i].slots.Load().slots)
+			total += n
+			most = max(most, n)
+		}
+	}
+	return total, most
+}
