@@ -52,7 +52,7 @@ func BenchmarkOneKeySerial(b *testing.B) {
 			}
 		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
-			s := core.NewMemoryStore()
+			s := core.NewMemoryStore(nil)
 			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
 			s.Decide(ctx, q)
 			for b.Loop() {
@@ -71,7 +71,7 @@ func BenchmarkOneKeySerial(b *testing.B) {
 		}
 	})
 	b.Run("reqlimit/explicit-time", func(b *testing.B) {
-		s := core.NewMemoryStore()
+		s := core.NewMemoryStore(nil)
 		q := core.Query{Policy: core.MustPolicy(core.Per(3, time.Microsecond)), Scope: "GET /user/test", Key: "192.0.2.1"}
 		var now int64
 		for b.Loop() {
@@ -117,7 +117,7 @@ func BenchmarkOneKeyParallel(b *testing.B) {
 			})
 		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
-			s := core.NewMemoryStore()
+			s := core.NewMemoryStore(nil)
 			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
 			s.Decide(ctx, q)
 			b.RunParallel(func(pb *testing.PB) {
@@ -155,7 +155,7 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 			})
 		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
-			s := core.NewMemoryStore()
+			s := core.NewMemoryStore(nil)
 			for _, k := range keys {
 				s.Decide(ctx, core.Query{Policy: c.p, Scope: "GET /user/test", Key: k})
 			}
@@ -205,8 +205,8 @@ func BenchmarkNewKeyAtCap(b *testing.B) {
 			// Every filled key stays live. One policy a store: a policy remembers the last
 			// store it was decided in, and alternating would cost both sides a lookup.
 			p, pBelow := core.MustPolicy(core.Per(1, time.Hour)), core.MustPolicy(core.Per(1, time.Hour))
-			full := core.NewMemoryStore(core.WithMaxKeys(n))
-			below := core.NewMemoryStore(core.WithMaxKeys(2 * n))
+			full := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: n})
+			below := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2 * n})
 			keys := make([]string, n)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)

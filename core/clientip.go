@@ -9,11 +9,11 @@ import (
 // socket): they share one bucket rather than escaping the limit.
 const unknownClient = "unknown"
 
-// ClientKey returns the key the client of a request counts against: its IP address, IPv6
+// clientKey returns the key the client of a request counts against: its IP address, IPv6
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
-func (l *Limiter) ClientKey(peer string, r Request) string {
+func (l *limiter) clientKey(peer string, r Request) string {
 	if len(l.cfg.trusted) == 0 {
 		if host, ok := canonicalIPv4Host(peer); ok {
 			return host // the common case, decided in one pass without parsing into netip
@@ -38,7 +38,7 @@ func (l *Limiter) ClientKey(peer string, r Request) string {
 	return l.formatAddr(addr)
 }
 
-func (l *Limiter) formatAddr(addr netip.Addr) string {
+func (l *limiter) formatAddr(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
 	if addr.Is6() && l.cfg.ipv6Bits < 128 {
 		p, _ := addr.Prefix(l.cfg.ipv6Bits)
@@ -96,7 +96,7 @@ func canonicalIPv4Host(s string) (string, bool) {
 	return s, parts == 3 && digits > 0
 }
 
-func (l *Limiter) trusts(a netip.Addr) bool {
+func (l *limiter) trusts(a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
 	for _, p := range l.cfg.trusted {
 		if p.Contains(a) {
@@ -116,7 +116,7 @@ func (l *Limiter) trusts(a netip.Addr) bool {
 // so they count only when every hop after them is trusted. A garbled entry stops the walk
 // at the last address known good. Any other header holds one address, set by the proxy:
 // its last line.
-func (l *Limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
+func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	switch name := l.cfg.forwardedHeader; name {
 	case "", "X-Forwarded-For":
 		var list []string
@@ -140,7 +140,7 @@ func (l *Limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	}
 }
 
-func (l *Limiter) walk(peer netip.Addr, list []string) netip.Addr {
+func (l *limiter) walk(peer netip.Addr, list []string) netip.Addr {
 	client := peer
 	for i := len(list) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(hostOf(strings.TrimSpace(list[i])))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // fakeRequest is a core.Request over a header map, for key derivation tests.
@@ -30,9 +31,9 @@ func req(kv ...string) fakeRequest {
 	return fakeRequest{h}
 }
 
-func limiter(t *testing.T, opts ...core.Option) *core.Limiter {
+func limiter(t *testing.T, opts ...core.Option) adapter.Limiter {
 	t.Helper()
-	l, err := core.NewLimiter(3, time.Minute, append([]core.Option{core.WithStore(core.NewMemoryStore())}, opts...)...)
+	l, err := adapter.New(3, time.Minute, append([]core.Option{core.WithStore(core.NewMemoryStore(nil))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,20 +59,20 @@ func TestClientKeyFromPeer(t *testing.T) {
 		"300.1.1.1:80":                      "300.1.1.1", // unparsable: kept as a name, still limited
 		"192.0.2.1:5555, 198.51.100.1:1111": "192.0.2.1:5555, 198.51.100.1:1111",
 	} {
-		if got := l.ClientKey(peer, forged); got != want {
+		if got := core.ClientKey(l, peer, forged); got != want {
 			t.Errorf("peer %q: key %q, want %q", peer, got, want)
 		}
 	}
 }
 
 func TestClientKeyIPv6Prefix(t *testing.T) {
-	if got := limiter(t, core.WithIPv6Prefix(128)).ClientKey("[2001:db8::1]:1", nil); got != "2001:db8::1" {
+	if got := core.ClientKey(limiter(t, core.WithIPv6Prefix(128)), "[2001:db8::1]:1", nil); got != "2001:db8::1" {
 		t.Fatalf("/128: %q", got)
 	}
-	if got := limiter(t, core.WithIPv6Prefix(48)).ClientKey("[2001:db8:1:2::1]:1", nil); got != "2001:db8:1::/48" {
+	if got := core.ClientKey(limiter(t, core.WithIPv6Prefix(48)), "[2001:db8:1:2::1]:1", nil); got != "2001:db8:1::/48" {
 		t.Fatalf("/48: %q", got)
 	}
-	if _, err := core.NewLimiter(1, time.Second, core.WithIPv6Prefix(129)); err == nil {
+	if _, err := adapter.New(1, time.Second, core.WithIPv6Prefix(129)); err == nil {
 		t.Fatal("/129 accepted")
 	}
 }
@@ -102,7 +103,7 @@ func TestClientKeyTrustedProxies(t *testing.T) {
 		{"10.1.1.1:80", req(), "10.1.1.1"},
 	}
 	for i, c := range cases {
-		if got := l.ClientKey(c.peer, c.r); got != c.want {
+		if got := core.ClientKey(l, c.peer, c.r); got != c.want {
 			t.Errorf("case %d (%s %v): key %q, want %q", i, c.peer, c.r.h, got, c.want)
 		}
 	}
@@ -124,18 +125,18 @@ func TestClientKeyTrustedProxies(t *testing.T) {
 		{"Forwarded", req(forged, "2.2.2.2"), "10.1.1.1"},
 	} {
 		l := limiter(t, core.WithTrustedProxies("10.0.0.0/8"), core.WithForwardedHeader(c.header))
-		if got := l.ClientKey("10.1.1.1:80", c.r); got != c.want {
+		if got := core.ClientKey(l, "10.1.1.1:80", c.r); got != c.want {
 			t.Errorf("%s, %v: key %q, want %q", c.header, c.r.h, got, c.want)
 		}
 	}
-	if _, err := core.NewLimiter(1, time.Second, core.WithTrustedProxies("10.0.0.0/33")); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {
+	if _, err := adapter.New(1, time.Second, core.WithTrustedProxies("10.0.0.0/33")); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {
 		t.Fatalf("bad CIDR: %v", err)
 	}
 }
 
 func TestIPv4KeyDoesNotAllocate(t *testing.T) {
 	l := limiter(t)
-	if n := testing.AllocsPerRun(100, func() { l.ClientKey("192.0.2.1:5555", nil) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { core.ClientKey(l, "192.0.2.1:5555", nil) }); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}
 }

@@ -35,10 +35,3 @@ func (c *ManualClock) Advance(d time.Duration) time.Time {
 	c.now = c.now.Add(d)
 	return c.now
 }
-
-// Set moves the clock to t.
-func (c *ManualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}

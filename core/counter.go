@@ -6,14 +6,10 @@ import (
 	"time"
 )
 
-// A Counter counts weighted events per key over a sliding window, for uses outside HTTP:
-// failed logins per account, messages per user, bytes per tenant. It runs on the same
-// engine and stores as the limits, so it is exact, shared across instances with a Redis
-// store, and bounded in memory.
-//
-// Counts saturate at the counter's capacity: Count never reports more than capacity, which
-// is all a threshold check needs. Capacities above ExactMax use the bounded form and may
-// count an event up to window/BoundedBuckets longer than the window.
+// A Counter counts weighted events per key over a sliding window, outside HTTP: failed
+// logins per account, messages per user, bytes per tenant. It runs on the limits' engine
+// and stores: exact, shared across instances on Redis, bounded in memory. Counts saturate
+// at the capacity, which is all a threshold check needs.
 type Counter struct {
 	store  Store
 	policy *Policy
@@ -32,7 +28,7 @@ func NewCounter(name string, capacity int, window time.Duration, store Store) (*
 		return nil, fmt.Errorf("counter %q: %w", name, err)
 	}
 	if store == nil {
-		store = DefaultStore()
+		store = theDefaultStore()
 	}
 	return &Counter{store: store, policy: p, name: "\x00counter " + name}, nil
 }
@@ -44,7 +40,7 @@ func (c *Counter) Add(ctx context.Context, key string, weight int) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	return d.Limit - d.Remaining, nil
+	return d.Rate.Count - d.Remaining, nil
 }
 
 // Count returns the number of events recorded for key in the window ending now.
@@ -53,8 +49,5 @@ func (c *Counter) Count(ctx context.Context, key string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return d.Limit - d.Remaining, nil
+	return d.Rate.Count - d.Remaining, nil
 }
-
-// Capacity returns the count at which the counter saturates.
-func (c *Counter) Capacity() int { return c.policy.rates[0].Count }

@@ -10,7 +10,7 @@ import (
 
 func TestCounterSlides(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(0, 0))
-	store := core.NewMemoryStore(core.WithClock(clock))
+	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
 	c, err := core.NewCounter("logins", 10, time.Minute, store)
 	if err != nil {
 		t.Fatal(err)

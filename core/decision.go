@@ -2,23 +2,21 @@ package core
 
 import "time"
 
-// A Decision is the answer for one request: whether it is admitted, and the state of the
-// key that response headers report. Durations are exact, computed from the recorded grants.
+// A Decision is a store's answer for one request: whether it is admitted, and the state of
+// the key that response headers report. Durations are exact, computed from the recorded
+// grants. A store fills every field; the zero Decision refuses.
 type Decision struct {
 	// Allowed reports whether the request was admitted.
 	Allowed bool
-	// Rate is the index, within the policy, of the tightest rate: the one refusing the
-	// request longest, or when admitted the one with the least quota left.
-	Rate int
-	// Limit and Window are the tightest rate's Count and Period.
-	Limit  int
-	Window time.Duration
-	// Remaining is the quota the tightest rate has left after this decision.
+	// Rate is the policy's tightest rate: the one refusing the request longest or, when it
+	// is admitted, the one with the least quota left.
+	Rate Rate
+	// Remaining is the quota Rate has left after this decision.
 	Remaining int
 	// RetryAfter is, for a refused request, how long until a request of the same cost
-	// would be admitted if nothing else is recorded meanwhile. It is 0 when admitted.
+	// would be admitted if nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
-	// Reset is how long until the tightest rate's quota is whole again.
+	// Reset is how long until Rate's quota is whole again.
 	Reset time.Duration
 	// FullReset is how long until the key holds no grant in any of its windows.
 	FullReset time.Duration
@@ -39,16 +37,3 @@ const (
 	// Peek records nothing; it reports what Enforce would decide.
 	Peek
 )
-
-// String names the mode.
-func (m Mode) String() string {
-	switch m {
-	case Enforce:
-		return "enforce"
-	case Penalty:
-		return "penalty"
-	case Peek:
-		return "peek"
-	}
-	return "mode(" + itoa(int(m)) + ")"
-}

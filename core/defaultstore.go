@@ -11,13 +11,13 @@ var defaultStore struct {
 	used  bool
 }
 
-// DefaultStore returns the process-wide store that limits use when no WithStore option is
-// given: an in-memory store unless SetDefaultStore replaced it.
-func DefaultStore() Store {
+// theDefaultStore returns the process-wide store that limits use when no WithStore option
+// is given: an in-memory store unless SetDefaultStore replaced it.
+func theDefaultStore() Store {
 	defaultStore.Lock()
 	defer defaultStore.Unlock()
 	if defaultStore.store == nil {
-		defaultStore.store = NewMemoryStore()
+		defaultStore.store = NewMemoryStore(nil)
 	}
 	defaultStore.used = true
 	return defaultStore.store

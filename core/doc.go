@@ -1,19 +1,14 @@
-// Package core is reqlimit's engine: policies, the strict sliding-window decision, the
-// stores that keep grant logs, and the middleware logic every adapter (ginlimit, echolimit,
-// fiberlimit, nethttp) shares.
+// Package core holds what every reqlimit limit is made of: the options that configure it,
+// the policy it enforces and the store that remembers its grants.
 //
-// A Policy is one or more rates "N per T". Its promise: in any interval of length T, at most
-// N units are admitted, and every request that fits is admitted. A Store decides a Query
-// (policy, scope, key, cost, mode) and answers with a Decision: allowed or not, the
-// tightest rate's remaining quota, the exact wait until a request of the same cost fits,
-// and when the quota is whole again. MemoryStore is the in-process store and the default;
-// package redisstore shares limits between processes.
+// Applications put limits on routes with an adapter (ginlimit, echolimit, fiberlimit,
+// nethttp) and configure them with this package's options:
 //
-// Applications rarely use this package beyond its options: an adapter's Limit builds a
-// Limiter from a count, a period and Options (WithRate, WithStore, WithKey, WithSkip,
-// WithFailMode, WithObserver, ...), and calls its Check for every request. Counter counts
-// events over a sliding window outside HTTP, on the same engine and stores.
+//	r.GET("/search", ginlimit.Limit(500, 2*time.Second, core.WithRate(2000, 10*time.Second)), h)
 //
-// Time is injectable everywhere: MemoryStore takes a Clock (ManualClock for tests) or an
-// explicit time through DecideAt, and Policy.Apply takes the time as an argument.
+// "N per T" means that in any interval of length T at most N requests are admitted, and
+// that every request that fits is admitted. Start with the options (WithKey, WithStore,
+// WithFailMode, ...). Counter counts events outside HTTP on the same engine and stores.
+// Store authors implement Store, deciding a Query into a Decision, and test their store
+// with package storetest.
 package core

@@ -5,9 +5,19 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// The engine works on a key's state: a []int64 of p.StateLen() slots, laid out as
+// The engine's view for tests that hold another store to it state for state.
+func init() {
+	hook.NewState = func(p any) []int64 { return p.(*Policy).newState() }
+	hook.DecideState = func(p any, s []int64, now int64, cost int, mode uint8) (any, error) {
+		return p.(*Policy).decideState(s, now, cost, Mode(mode))
+	}
+}
+
+// The engine works on a key's state: a []int64 of p.stateLen slots, laid out as
 //
 //	[0]                  write index of the grant log (the slot the next grant overwrites)
 //	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
@@ -21,40 +31,36 @@ const (
 	boundedLen = 4 + BoundedBuckets + 1
 )
 
-// StateLen returns the number of int64 slots a key's state takes under p.
-func (p *Policy) StateLen() int { return p.stateLen }
-
-// NewState returns the state of a key that holds no grant.
-func (p *Policy) NewState() []int64 {
+// newState returns the state of a key that holds no grant.
+func (p *Policy) newState() []int64 {
 	s := make([]int64, p.stateLen)
-	p.ResetState(s)
+	p.resetState(s)
 	return s
 }
 
-// ResetState clears s, of length StateLen, to hold no grant.
-func (p *Policy) ResetState(s []int64) {
+// resetState clears s, of length stateLen, to hold no grant.
+func (p *Policy) resetState(s []int64) {
 	clear(s)
 	for i := 1; i <= p.logLen; i++ {
 		s[i] = never
 	}
 }
 
-// Apply decides a request of the given cost for a key whose state is s, at time now
+// decideState decides a request of the given cost for a key whose state is s, at time now
 // (nanoseconds on any monotonic clock the caller keeps for that key), records it as mode
 // says, and returns the decision. It is the engine every in-process store shares; the
 // caller serializes calls on one state. A time earlier than one already recorded counts
-// as that time, so racing clock reads cannot unsort the log.
-//
-// A cost below 1 counts as 1. A cost above some rate's Count fails with ErrCostTooHigh.
-func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, error) {
+// as that time, so racing clock reads cannot unsort the log. A cost below 1 counts as 1; a
+// cost above some rate's Count fails with ErrCostTooHigh.
+func (p *Policy) decideState(s []int64, now int64, cost int, mode Mode) (Decision, error) {
 	var d Decision
 	err := p.apply(&d, s, now, cost, mode)
 	return d, err
 }
 
-// apply is Apply writing into *d, which the caller has zeroed: stores call it with their
-// own result, so that a decision is written once rather than copied out of every frame on
-// the way (measured: a fifth of a decision's time in the memory store).
+// apply is decideState writing into *d, which the caller has zeroed: stores call it with
+// their own result, so that a decision is written once rather than copied out of every
+// frame on the way.
 func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) error {
 	if cost < 1 {
 		cost = 1
@@ -83,7 +89,7 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 	allowed := true
 	j := 0
 	for _, r := range p.rates {
-		if r.Exact() {
+		if r.exact() {
 			if log[back(w, r.Count-cost+1, L)] > now-int64(r.Period) {
 				allowed = false
 			}
@@ -116,7 +122,7 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 	return nil
 }
 
-// applySingle is Apply for the most common policy, one exact rate, in straight-line code:
+// applySingle is apply for the most common policy, one exact rate, in straight-line code:
 // the same answers (the oracle tests hold it to that), without the loops over rates.
 func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode Mode) {
 	r := p.rates[0]
@@ -138,7 +144,7 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 		s[0] = int64(w)
 	}
 	used := usedInLog(log, w, N, now-T)
-	d.Allowed, d.Limit, d.Window, d.Remaining = allowed, N, r.Period, N-used
+	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
 	if used > 0 {
 		d.Reset = time.Duration(log[back(w, 1, N)] + T - now)
 		d.FullReset = d.Reset
@@ -162,12 +168,12 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 	L := p.logLen
 	w := int(s[0])
 	log := s[1 : 1+L]
-	d.Allowed, d.Remaining, d.Rate = allowed, math.MaxInt, -1
+	d.Allowed, d.Remaining = allowed, math.MaxInt
 	j := 0
 	for i, r := range p.rates {
 		T := int64(r.Period)
 		var used, retry, reset int64
-		if r.Exact() {
+		if r.exact() {
 			used = int64(usedInLog(log, w, r.Count, now-T))
 			if used > 0 {
 				reset = log[back(w, 1, L)] + T - now
@@ -190,7 +196,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 		rem := max(0, r.Count-int(used))
 		tighter := false
 		switch {
-		case d.Rate < 0:
+		case i == 0:
 			tighter = true
 		case !allowed:
 			tighter = time.Duration(retry) > d.RetryAfter || (time.Duration(retry) == d.RetryAfter && rem < d.Remaining)
@@ -198,16 +204,16 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			tighter = rem < d.Remaining || (rem == d.Remaining && time.Duration(reset) > d.Reset)
 		}
 		if tighter {
-			d.Rate, d.Limit, d.Window, d.Remaining = i, r.Count, r.Period, rem
+			d.Rate, d.Remaining = r, rem
 			d.RetryAfter, d.Reset = time.Duration(retry), time.Duration(reset)
 		}
 		d.FullReset = max(d.FullReset, time.Duration(reset))
 	}
 }
 
-// Idle reports whether a key with state s holds no grant that any window still counts at
+// idle reports whether a key with state s holds no grant that any window still counts at
 // time now, so that dropping the state cannot change a later decision.
-func (p *Policy) Idle(s []int64, now int64) bool {
+func (p *Policy) idle(s []int64, now int64) bool {
 	L := p.logLen
 	if L > 0 {
 		if newest := s[1+back(int(s[0]), 1, L)]; newest != never && newest > now-int64(p.longestExact) {

@@ -113,7 +113,7 @@ func TestExactMatchesOracle(t *testing.T) {
 						maxCost = min(maxCost, r.Count)
 					}
 				}
-				name := fmt.Sprintf("%s/%s/%s", p, pattern, mode)
+				name := fmt.Sprintf("%s/%s/mode%d", p, pattern, mode)
 				t.Run(name, func(t *testing.T) {
 					checkAgainstOracle(t, rng, p, pattern, mode, maxCost)
 				})
@@ -150,7 +150,7 @@ func checkAgainstOracle(t *testing.T, rng *rand.Rand, p *core.Policy, pattern st
 				granted = append(granted, at)
 			}
 		}
-		r := p.Rate(d.Rate)
+		r := d.Rate
 		if rem := r.Count - min(r.Count, o.inWindow(at, r.Period)); d.Remaining != rem {
 			t.Fatalf("request %d: Remaining %d, oracle %d for %v", i, d.Remaining, rem, r)
 		}
@@ -204,7 +204,7 @@ func TestBoundedIsStrictAndPrompt(t *testing.T) {
 				var granted []int64
 				shortest := p.Rate(0).Period
 				gran := func(r core.Rate) int64 {
-					if r.Exact() {
+					if r.Count <= core.ExactMax {
 						return 0
 					}
 					return (int64(r.Period) + core.BoundedBuckets - 1) / core.BoundedBuckets

@@ -28,9 +28,9 @@ func (o Outcome) String() string {
 // An Event describes one decision, for observers.
 type Event struct {
 	Outcome Outcome
-	// Route is the bucket's scope (the route pattern unless WithScope set one) and Key the
-	// client's identity in it.
-	Route, Key string
+	// Scope is the bucket's scope (the route pattern unless WithScope set one; "" when the
+	// route is unknown) and Key the client's identity in it.
+	Scope, Key string
 	Decision   Decision
 	// Err is the store's error when Outcome is Errored.
 	Err error

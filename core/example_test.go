@@ -2,10 +2,14 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/nethttp"
 )
 
 // A policy's text form is what configuration files and environment variables hold.
@@ -25,7 +29,7 @@ func ExampleParsePolicy() {
 // leaves the window: 40s, not the whole minute.
 func ExampleMemoryStore() {
 	clock := core.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := core.NewMemoryStore(core.WithClock(clock))
+	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
 	q := core.Query{Policy: core.MustParsePolicy("3/1m"), Scope: "GET /user/test", Key: "192.0.2.1"}
 	for i := 0; i < 4; i++ {
 		d, _ := store.Decide(context.Background(), q)
@@ -39,15 +43,17 @@ func ExampleMemoryStore() {
 	// allowed=false remaining=0 retry=30s
 }
 
-// Several rates are decided together: a request needs room in every one.
+// Several rates are decided together: a request needs room in every one, and the
+// decision reports the tightest.
 func ExampleNewPolicy() {
-	p := core.MustPolicy(core.Per(2, time.Second), core.Per(3, time.Minute))
-	state := p.NewState()
-	var now int64
+	p, _ := core.NewPolicy(core.Per(2, time.Second), core.Per(3, time.Minute))
+	clock := core.NewManualClock(time.Unix(0, 0))
+	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
+	q := core.Query{Policy: p, Key: "192.0.2.1"}
 	for i := 0; i < 4; i++ {
-		d, _ := p.Apply(state, now, 1, core.Enforce)
-		fmt.Printf("t=%ds allowed=%v tightest=%s\n", now/int64(time.Second), d.Allowed, p.Rate(d.Rate))
-		now += int64(time.Second)
+		d, _ := store.Decide(context.Background(), q)
+		fmt.Printf("t=%ds allowed=%v tightest=%s\n", i, d.Allowed, d.Rate)
+		clock.Advance(time.Second)
 	}
 	// Output:
 	// t=0s allowed=true tightest=2/1s
@@ -56,10 +62,29 @@ func ExampleNewPolicy() {
 	// t=3s allowed=false tightest=3/1m
 }
 
+// When the store fails (a Redis that is down), the fail mode decides: FailOpen (the
+// default) admits, FailClosed refuses, and FailLocal limits each instance on its own in
+// memory until the store is back. The error hook hears of every failure.
+func ExampleWithFailMode() {
+	hook := core.WithErrorHook(func(_ context.Context, err error) { fmt.Println("hook:", errors.Unwrap(err)) })
+	limit := nethttp.Limit(1, time.Minute, core.WithStore(downStore{}), core.WithFailMode(core.FailLocal), hook)
+	h := limit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for range 2 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		fmt.Println(w.Code)
+	}
+	// Output:
+	// hook: connection refused
+	// 200
+	// hook: connection refused
+	// 429
+}
+
 // A Counter counts events over a sliding window, outside HTTP.
 func ExampleCounter() {
 	clock := core.NewManualClock(time.Unix(0, 0))
-	failed, _ := core.NewCounter("failed-logins", 5, 15*time.Minute, core.NewMemoryStore(core.WithClock(clock)))
+	failed, _ := core.NewCounter("failed-logins", 5, 15*time.Minute, core.NewMemoryStore(&core.MemoryConfig{Clock: clock}))
 	ctx := context.Background()
 	failed.Add(ctx, "alice", 1)
 	clock.Advance(10 * time.Minute)

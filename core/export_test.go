@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // Views of the memory store's insides for the external tests.
 
 // SweepChunk is how many slots one sweep step examines.
@@ -34,3 +36,34 @@ func SlotCount(m *MemoryStore) (total, most int) {
 	}
 	return total, most
 }
+
+// ClientKey returns the key the client of a request counts against under limit l, which
+// internal/adapter built.
+func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, r) }
+
+// MaxPeriodForTest is the longest period a rate may have.
+const MaxPeriodForTest = maxPeriod
+
+// Rates returns a copy of the policy's rates, in the order given.
+func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
+
+// The engine's internals, for the engine's own tests.
+
+func (p *Policy) NewState() []int64 { return p.newState() }
+
+func (p *Policy) StateLen() int { return p.stateLen }
+
+func (p *Policy) Longest() time.Duration { return p.longest }
+
+func (p *Policy) Idle(s []int64, now int64) bool { return p.idle(s, now) }
+
+func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, error) {
+	return p.decideState(s, now, cost, mode)
+}
+
+func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
+	err = m.decide(&d, q, now)
+	return d, err
+}
+
+func (r Rate) Exact() bool { return r.exact() }

@@ -4,35 +4,9 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
-
-// Response field names, in the canonical form net/http uses (so setting them allocates no
-// canonicalized copy); HTTP field names are case-insensitive.
-const (
-	HeaderRateLimitPolicy = "Ratelimit-Policy"
-	HeaderRateLimit       = "Ratelimit"
-	HeaderRetryAfter      = "Retry-After"
-	HeaderLimit           = "X-Ratelimit-Limit"
-	HeaderRemaining       = "X-Ratelimit-Remaining"
-	HeaderReset           = "X-Ratelimit-Reset"
-)
-
-// A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over
-// their framework's response, implement it.
-type HeaderSetter interface {
-	Set(name, value string)
-}
-
-// HeaderMap is an http.Header (map[string][]string) as a HeaderSetter for the adapters
-// whose framework writes through net/http (net/http, Gin, Echo): core.HeaderMap(w.Header()).
-// Set stores core's names as they are, skipping http.Header.Set's canonicalization, since
-// they are already canonical. SetHeaders gives a HeaderMap the RateLimit fields as shared
-// one-element slices, which is why it allocates nothing: append to them (which copies) or
-// replace them, but never write into them in place.
-type HeaderMap map[string][]string
-
-// Set replaces the field's values with value.
-func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
 
 // SetHeaders writes v's rate-limit fields in the configured style. A refusal also gets
 // Retry-After in whole seconds, rounded up from the exact wait (at least 1). A skipped
@@ -44,41 +18,41 @@ func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
 //
 // v is a pointer because a Verdict is about a hundred bytes, copied on every request
 // otherwise; SetHeaders does not keep it.
-func (l *Limiter) SetHeaders(h HeaderSetter, v *Verdict) {
+func (l *limiter) SetHeaders(h hook.HeaderSetter, v *verdict) {
 	if v.Skipped {
 		return
 	}
 	d := &v.Decision
-	never := v.neverAdmitted()
-	if !v.Allow && !never {
-		h.Set(HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+	never := neverAdmitted(v)
+	if !v.Allowed && !never {
+		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
-	if d.Limit == 0 { // the store failed and no decision was made
+	if d.Rate.Count == 0 { // the store failed and no decision was made
 		return
 	}
 	style := l.cfg.headers
 	if never {
 		// The key's state was not read: only the policy is known.
 		if style == HeadersStandard || style == HeadersBoth {
-			h.Set(HeaderRateLimitPolicy, l.policyField)
+			h.Set(hook.HeaderRateLimitPolicy, l.policyField)
 		}
 		return
 	}
 	if style == HeadersStandard || style == HeadersBoth {
 		field := l.fields.rateLimit(l, d)
-		if m, ok := h.(HeaderMap); ok {
+		if m, ok := h.(hook.HeaderMap); ok {
 			// Shared, immutable one-element slices: no allocation per response.
-			m[HeaderRateLimitPolicy] = l.policyValue[:]
-			m[HeaderRateLimit] = field[:]
+			m[hook.HeaderRateLimitPolicy] = l.policyValue[:]
+			m[hook.HeaderRateLimit] = field[:]
 		} else {
-			h.Set(HeaderRateLimitPolicy, l.policyField)
-			h.Set(HeaderRateLimit, field[0])
+			h.Set(hook.HeaderRateLimitPolicy, l.policyField)
+			h.Set(hook.HeaderRateLimit, field[0])
 		}
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
-		h.Set(HeaderLimit, strconv.Itoa(d.Limit))
-		h.Set(HeaderRemaining, strconv.Itoa(d.Remaining))
-		h.Set(HeaderReset, strconv.FormatInt(time.Now().Add(d.Reset).Add(time.Second-1).Unix(), 10))
+		h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
+		h.Set(hook.HeaderRemaining, strconv.Itoa(d.Remaining))
+		h.Set(hook.HeaderReset, strconv.FormatInt(time.Now().Add(d.Reset).Add(time.Second-1).Unix(), 10))
 	}
 }
 
@@ -112,9 +86,9 @@ func newFieldCache(p *Policy) fieldCache {
 }
 
 // rateLimit returns the RateLimit field for d, cached when it can be.
-func (c *fieldCache) rateLimit(l *Limiter, d *Decision) *[1]string {
-	i, secs := d.Rate, ceilSeconds(d.Reset)
-	if c.vals == nil || i < 0 || i >= len(c.secs) || secs < 0 || secs > int64(c.secs[i]) || d.Remaining < 0 || d.Remaining > d.Limit {
+func (c *fieldCache) rateLimit(l *limiter, d *Decision) *[1]string {
+	i, secs := l.policy.indexOf(d.Rate), ceilSeconds(d.Reset)
+	if c.vals == nil || i < 0 || i >= len(c.secs) || secs < 0 || secs > int64(c.secs[i]) || d.Remaining < 0 || d.Remaining > d.Rate.Count {
 		return &[1]string{l.rateLimitField(d)}
 	}
 	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+int(secs)]
@@ -127,11 +101,11 @@ func (c *fieldCache) rateLimit(l *Limiter, d *Decision) *[1]string {
 }
 
 // rateLimitField formats the RateLimit field with one allocation.
-func (l *Limiter) rateLimitField(d *Decision) string {
+func (l *limiter) rateLimitField(d *Decision) string {
 	var buf [96]byte
-	name := l.rateNames[0]
-	if d.Rate >= 0 && d.Rate < len(l.rateNames) {
-		name = l.rateNames[d.Rate]
+	name := d.Rate.String() // a rate of another policy, from a store that mixes them up
+	if i := l.policy.indexOf(d.Rate); i >= 0 {
+		name = l.rateNames[i]
 	}
 	b := append(buf[:0], '"')
 	b = append(b, name...)
@@ -153,6 +127,3 @@ func policyItem(name string, r Rate) string {
 	}
 	return item
 }
-
-// PolicyField returns the RateLimit-Policy field value, fixed for the limiter's life.
-func (l *Limiter) PolicyField() string { return l.policyField }

@@ -10,12 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// A Limiter is one registered limit as the middlewares apply it: its policy, its store, how
-// a request maps to a bucket and what the response says. Adapters build one when a route
-// is registered and call Check for every request; applications normally never touch it.
-type Limiter struct {
+// A limiter is one registered limit as the middlewares apply it: its policy, its store, how
+// a request maps to a bucket and what the response says. Adapters build one through
+// package hook when a route is registered (see build) and call Check for every request;
+// its exported methods are what internal/adapter's Limiter describes.
+type limiter struct {
 	policy *Policy
 	store  Store
 	mem    *MemoryStore // store, when it is one: decided without an interface call
@@ -36,48 +39,49 @@ type Limiter struct {
 	lastLog   atomic.Int64
 }
 
-// NewLimiter builds the limit "count per period" (plus any WithRate) with opts. The error
-// names the bad value and where the limit was registered; adapters' Limit functions panic
-// with it, their New functions return it.
-func NewLimiter(count int, period time.Duration, opts ...Option) (*Limiter, error) {
+type (
+	input   = hook.Input[Request]
+	verdict = hook.Verdict[Decision]
+)
+
+func init() {
+	hook.Build = build
+	hook.Extension = func(key, value any) any { return withExtension(key, value) }
+}
+
+// build is hook.Build: the limit count per period (or of policy's text, with parse) with
+// opts, a []Option. Its errors end with where the limit was registered; with panics, a
+// bad argument panics instead, like regexp.MustCompile, naming the adapter function too.
+func build(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error) {
 	site := registration()
-	l, err := newLimiter([]Rate{{Count: count, Period: period}}, opts, site)
+	o, _ := opts.([]Option)
+	var l *limiter
+	var err error
+	if parse {
+		var p *Policy
+		if p, err = parsePolicy(policy); err == nil {
+			l, err = newLimiter(p.rates, o)
+			if err != nil {
+				err = fmt.Errorf("policy %q: %w", policy, err)
+			}
+		}
+	} else {
+		l, err = newLimiter([]Rate{{Count: count, Period: period}}, o)
+	}
 	if err != nil {
+		if panics {
+			panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))
+		}
 		return nil, site.wrap(err)
 	}
-	return l, nil
-}
-
-// ParseLimiter builds a limit from a policy's text form ("3/1m", "500/2s,2000/10s"), for
-// limits read from configuration files and environment variables.
-func ParseLimiter(policy string, opts ...Option) (*Limiter, error) {
-	site := registration()
-	p, err := parsePolicy(policy)
-	if err != nil {
-		return nil, site.wrap(err) // it names the policy already
-	}
-	l, err := newLimiter(p.rates, opts, site)
-	if err != nil {
-		return nil, site.wrap(fmt.Errorf("policy %q: %w", policy, err))
+	if l.cfg.scope == "" {
+		l.ident = identify(l.policy.text, site.stack)
 	}
 	return l, nil
 }
 
-// MustLimiter is NewLimiter for the adapters' Limit functions: it panics, like
-// regexp.MustCompile, with a message naming the bad value and where the limit was
-// registered (file:line and, when the source is at hand, the registering line itself,
-// which names the route). fn names the adapter function, such as "ginlimit.Limit".
-func MustLimiter(fn string, count int, period time.Duration, opts ...Option) *Limiter {
-	site := registration()
-	l, err := newLimiter([]Rate{{Count: count, Period: period}}, opts, site)
-	if err != nil {
-		panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", fn, count, period, site.where(), err))
-	}
-	return l
-}
-
-func newLimiter(rates []Rate, opts []Option, site registrationSite) (*Limiter, error) {
-	l := &Limiter{cfg: config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}}
+func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
+	l := &limiter{cfg: config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -96,12 +100,9 @@ func newLimiter(rates []Rate, opts []Option, site registrationSite) (*Limiter, e
 	l.policy = p
 	l.store = l.cfg.store
 	if l.store == nil {
-		l.store = DefaultStore()
+		l.store = theDefaultStore()
 	}
 	l.mem, _ = l.store.(*MemoryStore)
-	if l.cfg.scope == "" {
-		l.ident = identify(p.text, site.stack)
-	}
 	l.rateNames = make([]string, len(p.rates))
 	items := make([]string, len(p.rates))
 	for i, r := range p.rates {
@@ -115,57 +116,26 @@ func newLimiter(rates []Rate, opts []Option, site registrationSite) (*Limiter, e
 }
 
 // Policy returns the limiter's policy.
-func (l *Limiter) Policy() *Policy { return l.policy }
+func (l *limiter) Policy() *Policy { return l.policy }
 
-// Extension returns the adapter-specific setting stored under key by WithExtension, or nil.
-func (l *Limiter) Extension(key any) any { return l.cfg.extensions[key] }
+// Extension returns the adapter-specific setting stored under key, or nil.
+func (l *limiter) Extension(key any) any { return l.cfg.extensions[key] }
 
-// NeedsRequest reports whether Check will read its Request argument (key, skip or cost
-// functions, trusted proxies). Adapters whose Request implementation allocates build one
-// only then.
-func (l *Limiter) NeedsRequest() bool {
+// NeedsRequest reports whether Check will read its input's Request.
+func (l *limiter) NeedsRequest() bool {
 	c := &l.cfg
 	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0
 }
 
-// TrustsFrameworkIP reports whether WithClientIPFromFramework was given.
-func (l *Limiter) TrustsFrameworkIP() bool { return l.cfg.frameworkIP }
-
-// An Input is what an adapter knows of a request.
-type Input struct {
-	// Route is the matched route pattern, "" when the adapter does not know it (no route
-	// matched, or the middleware runs before routing). All requests with an unknown route
-	// share one bucket per client: never one per path, which a client could vary at will.
-	Route string
-	// Peer is the connection's peer address ("host:port"), or the framework's client IP
-	// when the application configured its framework's trusted proxies.
-	Peer string
-	// Request gives key, skip and cost functions the request; it may be nil when
-	// NeedsRequest is false.
-	Request Request
-}
-
-// A Verdict is Check's answer.
-type Verdict struct {
-	// Decision is the store's decision (zero when skipped or when the store failed open).
-	Decision Decision
-	// Allow reports whether the request goes on to the handler.
-	Allow bool
-	// Status is the response status when Allow is false.
-	Status int
-	// Skipped reports that a skip rule exempted the request: send no rate-limit fields.
-	Skipped bool
-	// Err is the store's error, if it failed, or the reason the request can never be
-	// admitted (ErrCostTooHigh).
-	Err error
-}
+// FrameworkIP reports whether WithClientIPFromFramework was given.
+func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 
 // Check decides one request. It never fails: store errors go to the error hook and the
 // fail mode decides.
-func (l *Limiter) Check(ctx context.Context, in Input) (v Verdict) {
+func (l *limiter) Check(ctx context.Context, in input) (v verdict) {
 	c := &l.cfg
 	if c.skip != nil && in.Request != nil && c.skip(in.Request) {
-		return Verdict{Allow: true, Skipped: true}
+		return verdict{Allowed: true, Skipped: true}
 	}
 	q := Query{Policy: l.policy, Scope: l.scope(in.Route), Mode: c.mode, Cost: 1}
 	q.Key = l.key(ctx, in)
@@ -186,7 +156,7 @@ func (l *Limiter) Check(ctx context.Context, in Input) (v Verdict) {
 	if err != nil {
 		return l.failed(ctx, q, in.Route, err)
 	}
-	v.Allow, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
+	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
@@ -198,25 +168,25 @@ func (l *Limiter) Check(ctx context.Context, in Input) (v Verdict) {
 }
 
 // observe tells the observer, if any, of a decision.
-func (l *Limiter) observe(o Outcome, q Query, route string, v Verdict) {
+func (l *limiter) observe(o Outcome, q Query, route string, v verdict) {
 	if l.cfg.observer != nil {
 		scope := l.cfg.scope
 		if scope == "" {
 			scope = route
 		}
-		l.cfg.observer(Event{Outcome: o, Route: scope, Key: q.Key, Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun})
+		l.cfg.observer(Event{Outcome: o, Scope: scope, Key: q.Key, Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun})
 	}
 }
 
 // undecided is what a refusal without a decision reports: the first rate's limit, and
 // (for headers) a retry of one second.
 func undecided(p *Policy) Decision {
-	return Decision{Limit: p.rates[0].Count, Window: p.rates[0].Period, RetryAfter: time.Second}
+	return Decision{Rate: p.rates[0], RetryAfter: time.Second}
 }
 
 // scope names the bucket's scope for a request on route: the explicit scope, or the route
 // set apart from other limits' (ident). An unknown route is "": one scope for all of them.
-func (l *Limiter) scope(route string) string {
+func (l *limiter) scope(route string) string {
 	switch {
 	case l.cfg.scope != "":
 		return l.cfg.scope
@@ -257,9 +227,9 @@ const fallbackKeyPrefix = "\x00ip "
 // key names the client. A key function's error is reported (it is a bug or an outage in
 // the application's code) and the request falls back to the client's IP, so a failing
 // key function never turns limiting off.
-func (l *Limiter) key(ctx context.Context, in Input) string {
+func (l *limiter) key(ctx context.Context, in input) string {
 	if l.cfg.key == nil || in.Request == nil {
-		return l.ClientKey(in.Peer, in.Request)
+		return l.clientKey(in.Peer, in.Request)
 	}
 	k, err := l.cfg.key(in.Request)
 	if err == nil && k != "" {
@@ -268,7 +238,7 @@ func (l *Limiter) key(ctx context.Context, in Input) string {
 	if err != nil {
 		l.report(ctx, fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err))
 	}
-	return fallbackKeyPrefix + l.ClientKey(in.Peer, in.Request)
+	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Request)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it
@@ -276,46 +246,46 @@ func (l *Limiter) key(ctx context.Context, in Input) string {
 // cannot help, so the refusal is 413 without Retry-After rather than a 429 inviting a
 // retry. The error hook is told, since a cost function that returns more than the count
 // is a bug or a request the application should have refused itself.
-func (l *Limiter) tooCostly(ctx context.Context, q Query, route string, err error) Verdict {
+func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err error) verdict {
 	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, route, err)
 	l.report(ctx, err)
 	r := q.Policy.rates[0]
-	v := Verdict{Allow: l.cfg.dryRun, Status: http.StatusRequestEntityTooLarge, Err: err,
-		Decision: Decision{Limit: r.Count, Window: r.Period}}
+	v := verdict{Allowed: l.cfg.dryRun, Status: http.StatusRequestEntityTooLarge, Err: err,
+		Decision: Decision{Rate: r}}
 	l.observe(Errored, q, route, v)
 	return v
 }
 
 // report hands err to the error hook, or logs it at most once a second.
-func (l *Limiter) report(ctx context.Context, err error) {
+func (l *limiter) report(ctx context.Context, err error) {
 	if l.cfg.onError != nil {
 		l.cfg.onError(ctx, err)
 	} else if now := time.Now().Unix(); l.lastLog.Swap(now) != now {
-		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.String())
+		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
 	}
 }
 
 // failed applies the fail mode to a store error.
-func (l *Limiter) failed(ctx context.Context, q Query, route string, err error) Verdict {
+func (l *limiter) failed(ctx context.Context, q Query, route string, err error) verdict {
 	c := &l.cfg
 	err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
 	l.report(ctx, err)
-	v := Verdict{Allow: true, Err: err}
+	v := verdict{Allowed: true, Err: err}
 	switch c.failMode {
 	case FailClosed:
-		v.Allow, v.Status, v.Decision = c.dryRun, c.failStatus, undecided(q.Policy)
+		v.Allowed, v.Status, v.Decision = c.dryRun, c.failStatus, undecided(q.Policy)
 	case FailLocal:
-		l.localOnce.Do(func() { l.local = NewMemoryStore() })
+		l.localOnce.Do(func() { l.local = NewMemoryStore(nil) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
-			v.Decision, v.Allow, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
+			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
 		}
 	}
 	l.observe(Errored, q, route, v)
 	return v
 }
 
-// String names the fail mode.
-func (m FailMode) String() string {
+// name names the fail mode, for logs.
+func (m FailMode) name() string {
 	switch m {
 	case FailOpen:
 		return "open"
@@ -328,7 +298,7 @@ func (m FailMode) String() string {
 }
 
 // DenyBody returns the plain-text body of the refusal v.
-func (l *Limiter) DenyBody(v *Verdict) string {
+func (l *limiter) DenyBody(v *verdict) string {
 	if v.Status == http.StatusRequestEntityTooLarge && errors.Is(v.Err, ErrCostTooHigh) {
 		return "Request Cost Exceeds The Limit\n"
 	}
@@ -336,7 +306,7 @@ func (l *Limiter) DenyBody(v *Verdict) string {
 }
 
 // neverAdmitted reports whether v refuses a request that waiting cannot help.
-func (v *Verdict) neverAdmitted() bool { return v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) }
+func neverAdmitted(v *verdict) bool { return v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) }
 
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)

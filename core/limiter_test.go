@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/nethttp"
 )
 
-func TestMustLimiterPanicNamesValueAndSite(t *testing.T) {
+// A bad limit panics at registration naming the adapter function, the value, and the
+// application's line, found without core knowing its adapters by name.
+func TestLimitPanicNamesValueAndSite(t *testing.T) {
 	defer func() {
 		msg := fmt.Sprint(recover())
 		for _, want := range []string{"nethttp.Limit(0, 1m0s)", "limiter_test.go:", `register("GET /user/test"`, "count 0"} {
@@ -20,8 +25,8 @@ func TestMustLimiterPanicNamesValueAndSite(t *testing.T) {
 			}
 		}
 	}()
-	register := func(pattern string, l *core.Limiter) {}
-	register("GET /user/test", core.MustLimiter("nethttp.Limit", 0, time.Minute))
+	register := func(pattern string, h func(http.Handler) http.Handler) {}
+	register("GET /user/test", nethttp.Limit(0, time.Minute))
 	t.Fatal("no panic")
 }
 
@@ -33,7 +38,7 @@ func (downStore) Decide(context.Context, core.Query) (core.Decision, error) {
 }
 
 func TestFailModes(t *testing.T) {
-	in := core.Input{Route: "/r", Peer: "192.0.2.1:1"}
+	in := adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}
 	var hooked []error
 	hook := core.WithErrorHook(func(_ context.Context, err error) { hooked = append(hooked, err) })
 	for _, c := range []struct {
@@ -51,14 +56,14 @@ func TestFailModes(t *testing.T) {
 		if c.status != 0 {
 			opts = append(opts, core.WithFailStatus(c.status))
 		}
-		l, err := core.NewLimiter(3, time.Minute, opts...)
+		l, err := adapter.New(3, time.Minute, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hooked = nil
 		for i, want := range c.allowed {
 			v := l.Check(context.Background(), in)
-			if v.Allow != want || v.Err == nil || (!v.Allow && v.Status != c.wantCode) {
+			if v.Allowed != want || v.Err == nil || (!v.Allowed && v.Status != c.wantCode) {
 				t.Fatalf("%v request %d: %+v, want allow=%v status %d", c.mode, i+1, v, want, c.wantCode)
 			}
 		}
@@ -74,15 +79,15 @@ func TestFailModes(t *testing.T) {
 func TestCostAboveLimitIsRefused(t *testing.T) {
 	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
 		hooked := 0
-		l, err := core.NewLimiter(2, time.Minute, core.WithStore(core.NewMemoryStore()), core.WithFailMode(mode),
+		l, err := adapter.New(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithFailMode(mode),
 			core.WithCost(func(core.Request) int { return 5 }),
 			core.WithErrorHook(func(context.Context, error) { hooked++ }))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {
-			v := l.Check(context.Background(), core.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}})
-			if v.Allow || v.Status != 413 || !errors.Is(v.Err, core.ErrCostTooHigh) {
+			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}})
+			if v.Allowed || v.Status != 413 || !errors.Is(v.Err, core.ErrCostTooHigh) {
 				t.Fatalf("%v, request %d: %+v", mode, i, v)
 			}
 		}

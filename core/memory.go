@@ -11,39 +11,22 @@ import (
 	"unsafe"
 )
 
-// DefaultMaxKeys is the number of keys a MemoryStore holds unless told otherwise: about
-// 90 MB for a 3-per-minute policy (84 bytes a key, measured: see docs/performance.md).
-const DefaultMaxKeys = 1 << 20
-
-// DefaultSweepInterval is how often a MemoryStore shard starts a pass over its keys to drop
-// the idle ones, unless told otherwise.
-const DefaultSweepInterval = time.Minute
+// The MemoryConfig defaults.
+const (
+	defaultMaxKeys       = 1 << 20
+	defaultSweepInterval = time.Minute
+)
 
 const shardCount = 64
 
-// MemoryStore is the in-process Store: exact, allocation-free per decision for keys it
-// already holds, lock-free to find them, and bounded in size. Its zero value is not usable;
-// call NewMemoryStore. It runs no goroutine: idle keys are swept by the shard that holds
-// them, a few slots at a time during later decisions, so there is nothing to close.
+// MemoryStore is the in-process Store, and the default: exact, allocation-free per
+// decision for keys it already holds, and bounded in size. Make one with NewMemoryStore.
+// It runs no goroutine (idle keys are dropped a few at a time during later decisions), so
+// there is nothing to close.
 //
-// Each policy (by text) has its own table of keys, split in shards. A key is found without
-// a lock and decided under its own; a shard's lock is taken only to add keys, to sweep and
-// to grow.
-//
-// # At the key cap
-//
-// When the store holds MaxKeys keys and a new key arrives, the store first looks for idle
-// keys to drop (which never changes a decision), a few slots' worth: some of the new key's
-// shard, then some of the shard that a store-wide round over every shard has reached. Each
-// newcomer so pays a small fixed price however large the store, and an idle key anywhere
-// is found once the newcomers have moved the round over every slot. If the store is still
-// full, the new key is decided in its policy's overflow bucket: every newcomer that finds
-// the store full shares that one quota, so none of them can exceed its limit, and live keys
-// are never evicted to make room, so none of them can either. When room returns, a new key
-// starts from the overflow bucket's history (its own grants there among them) until that
-// bucket goes idle: stricter than exact, never looser. A flood of distinct clients
-// therefore costs memory up to the cap plus one bucket per policy, and then only throttles
-// other newcomers.
+// At MaxKeys, newcomers share one overflow bucket per policy until idle keys make room:
+// no live key is evicted, so neither a newcomer nor a live key can exceed its limit, and
+// a flood of distinct clients costs memory only up to the cap.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
@@ -134,40 +117,41 @@ const sweptHash = 0
 // tombstone marks a slot whose entry was swept, so that probes for other keys go on past it.
 var tombstone = new(int64)
 
-// A MemoryOption configures a MemoryStore.
-type MemoryOption func(*MemoryStore)
-
-// WithClock makes the store read time from c instead of the system's monotonic clock.
-func WithClock(c Clock) MemoryOption { return func(m *MemoryStore) { m.clock = c } }
-
-// WithMaxKeys caps the number of keys held (default DefaultMaxKeys); n < 1 means the default.
-// See "At the key cap" in MemoryStore's documentation.
-func WithMaxKeys(n int) MemoryOption { return func(m *MemoryStore) { m.maxKeys = int64(n) } }
-
-// WithSweepInterval sets how often each shard starts a pass over its keys to drop the idle
-// ones (default DefaultSweepInterval). A pass is spread over the shard's next decisions, a
-// few slots each; 0 keeps every shard always sweeping.
-func WithSweepInterval(d time.Duration) MemoryOption {
-	return func(m *MemoryStore) { m.sweepEvery = int64(d) }
+// A MemoryConfig configures a MemoryStore. Its zero value works: every field has a default.
+type MemoryConfig struct {
+	// MaxKeys caps the number of keys held; 0 means 1<<20 (1,048,576), about 90 MB for a
+	// policy of 3 per minute. See MemoryStore for what happens at the cap.
+	MaxKeys int
+	// SweepInterval is how often each shard starts a pass over its keys to drop the idle
+	// ones, spread over the shard's next decisions a few slots at a time; 0 means one
+	// minute, and a negative value keeps every shard always sweeping.
+	SweepInterval time.Duration
+	// Clock is the store's time; nil means the system's monotonic clock. Tests and
+	// simulations pass a ManualClock.
+	Clock Clock
 }
 
-// NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+// NewMemoryStore returns an empty in-memory store configured by cfg; nil means the
+// defaults.
+func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		seedKey:    maphash.MakeSeed(),
 		seedScope:  maphash.MakeSeed(),
 		epoch:      time.Now(),
-		sweepEvery: int64(DefaultSweepInterval),
+		sweepEvery: int64(defaultSweepInterval),
 		tables:     map[string]*keyTable{},
 	}
-	for _, o := range opts {
-		o(m)
+	if cfg != nil {
+		m.clock, m.maxKeys = cfg.Clock, int64(cfg.MaxKeys)
+		if cfg.SweepInterval != 0 {
+			m.sweepEvery = max(0, int64(cfg.SweepInterval))
+		}
 	}
 	if m.clock != nil {
 		m.epoch = m.clock.Now()
 	}
 	if m.maxKeys < 1 {
-		m.maxKeys = DefaultMaxKeys
+		m.maxKeys = defaultMaxKeys
 	}
 	return m
 }
@@ -208,15 +192,8 @@ func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error)
 	return d, err
 }
 
-// DecideAt decides q at now, in nanoseconds since the store was created (or since the
-// injected clock's first reading). It is Decide with the time made explicit, for
-// simulations that drive many decisions without a clock.
-func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
-	err = m.decide(&d, q, now)
-	return d, err
-}
-
-// decide is DecideAt writing into *d, which is zero (see Policy.apply).
+// decide is Decide at now, in nanoseconds since the store was created (or since the
+// injected clock's first reading), writing into *d, which is zero (see Policy.apply).
 func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 	p := q.Policy
 	if p == nil {
@@ -321,7 +298,7 @@ func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 	}
 	s := make([]int64, t.width)
 	s[0] = int64(h) // published by insert's atomic store
-	t.policy.ResetState(s[2:])
+	t.policy.resetState(s[2:])
 	t.inheritOverflow(s)
 	sh.insert(&s[0], h)
 	m.keys.Add(1)
@@ -341,7 +318,7 @@ func (t *keyTable) overflowEntry() *int64 {
 	}
 	s := make([]int64, t.width)
 	s[0] = 1
-	t.policy.ResetState(s[2:])
+	t.policy.resetState(s[2:])
 	t.overflow.Store(&s[0])
 	return &s[0]
 }
@@ -463,7 +440,7 @@ func (sh *tableShard) sweepSlots(t *keyTable, a *slotArray, from, to int, now in
 		if !mu.TryLock() {
 			continue // being decided: not idle
 		}
-		if t.policy.Idle(s[2:], now) {
+		if t.policy.idle(s[2:], now) {
 			atomic.StoreInt64(&s[0], sweptHash)
 			a.slots[i].entry.Store(tombstone)
 			sh.live--

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Found in review: a key granted in the overflow bucket while the store was full must not
 // get a fresh quota when room returns and it gets an entry of its own.
 func TestOverflowGrantsFollowTheKey(t *testing.T) {
-	s := core.NewMemoryStore(core.WithMaxKeys(2), core.WithSweepInterval(1<<62))
+	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2, SweepInterval: 1 << 62})
 	p := core.MustPolicy(core.Per(1, 10*time.Second))
 	sec := int64(time.Second)
 	allowed := func(k string, now int64) bool {
@@ -40,7 +41,7 @@ func TestOverflowGrantsFollowTheKey(t *testing.T) {
 // Found in review: a decision whose clock reading predates a sweep must not be recorded
 // before it, also when the key's entry exists but holds no grant (made by a Peek).
 func TestStaleClockAfterSweep(t *testing.T) {
-	s := core.NewMemoryStore(core.WithSweepInterval(5 * time.Second))
+	s := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: 5 * time.Second})
 	p := core.MustPolicy(core.Per(1, 10*time.Second))
 	sec := int64(time.Second)
 	q := core.Query{Policy: p, Key: "K"}
@@ -65,7 +66,7 @@ func TestStaleClockAfterSweep(t *testing.T) {
 // Found in review: the overflow bucket is one per policy (not per shard, not per scope),
 // and the cap bounds the store whatever the scopes.
 func TestCapHoldsAcrossScopesAndShards(t *testing.T) {
-	s := core.NewMemoryStore(core.WithMaxKeys(1))
+	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 1})
 	p := core.MustPolicy(core.Per(1, time.Hour))
 	admitted := 0
 	for i := range 10_000 {
@@ -88,20 +89,20 @@ func TestCapHoldsAcrossScopesAndShards(t *testing.T) {
 // Found in review: periods so long that time arithmetic would overflow are refused, at
 // registration, never by a panic.
 func TestPeriodBounds(t *testing.T) {
-	for _, T := range []time.Duration{core.MaxPeriod + 1, math.MaxInt64 - 5, math.MaxInt64} {
-		if _, err := core.NewLimiter(1, T); !errors.Is(err, core.ErrBadPeriod) {
-			t.Fatalf("period %d: err %v, want ErrBadPeriod", T, err)
+	for _, T := range []time.Duration{core.MaxPeriodForTest + 1, math.MaxInt64 - 5, math.MaxInt64} {
+		if _, err := adapter.New(1, T); !errors.Is(err, core.ErrBadPolicy) {
+			t.Fatalf("period %d: err %v, want ErrBadPolicy", T, err)
 		}
 	}
-	p := core.MustPolicy(core.Per(1, core.MaxPeriod))
-	s := core.NewMemoryStore()
+	p := core.MustPolicy(core.Per(1, core.MaxPeriodForTest))
+	s := core.NewMemoryStore(nil)
 	sec := int64(time.Second)
 	d1, _ := s.DecideAt(core.Query{Policy: p, Key: "k"}, sec)
 	d2, _ := s.DecideAt(core.Query{Policy: p, Key: "k"}, 2*sec)
-	if !d1.Allowed || d2.Allowed || d2.RetryAfter != core.MaxPeriod-time.Second || d1.Reset != core.MaxPeriod {
+	if !d1.Allowed || d2.Allowed || d2.RetryAfter != core.MaxPeriodForTest-time.Second || d1.Reset != core.MaxPeriodForTest {
 		t.Fatalf("1 per MaxPeriod: %+v then %+v", d1, d2)
 	}
-	if _, err := core.NewLimiter(1, core.MaxPeriod); err != nil {
+	if _, err := adapter.New(1, core.MaxPeriodForTest); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -39,11 +39,11 @@ func TestStoreStress(t *testing.T) {
 		for _, withOverflow := range []bool{false, true} {
 			name := fmt.Sprintf("keys%d_overflow%v", nkeys, withOverflow)
 			t.Run(name, func(t *testing.T) {
-				opts := []core.MemoryOption{core.WithSweepInterval(0)}
+				cfg := &core.MemoryConfig{SweepInterval: -1}
 				if withOverflow {
-					opts = append(opts, core.WithMaxKeys(maxKeys))
+					cfg.MaxKeys = maxKeys
 				}
-				s := core.NewMemoryStore(opts...)
+				s := core.NewMemoryStore(cfg)
 				var clock atomic.Int64
 				type keyRec struct {
 					mu     sync.Mutex

@@ -18,7 +18,7 @@ import (
 func TestNewKeyAtCapIsBounded(t *testing.T) {
 	const maxKeys = 64 * 256 // hundreds of slots a shard: a whole-shard sweep shows
 	// Newcomers do all the sweeping: the periodic sweep never comes round.
-	s := core.NewMemoryStore(core.WithMaxKeys(maxKeys), core.WithSweepInterval(1<<62))
+	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: maxKeys, SweepInterval: 1 << 62})
 	var examined int
 	core.CountSweptSlots(s, &examined)
 	p := core.MustPolicy(core.Per(1, time.Minute))
@@ -123,7 +123,7 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 // shard's pass still drops every idle key it holds, and Sweep still drops them all at once.
 func TestPeriodicSweepIsBounded(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(0, 0))
-	s := core.NewMemoryStore(core.WithClock(clock), core.WithSweepInterval(time.Second))
+	s := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: time.Second})
 	var examined int
 	core.CountSweptSlots(s, &examined)
 	p := core.MustPolicy(core.Per(1, time.Second))

@@ -17,7 +17,7 @@ func TestMemoryStoreConformance(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) storetest.Harness {
 			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
 			return storetest.Harness{
-				Store:   core.NewMemoryStore(core.WithClock(clock)),
+				Store:   core.NewMemoryStore(&core.MemoryConfig{Clock: clock}),
 				Advance: func(d time.Duration) { clock.Advance(d) },
 			}
 		})
@@ -25,7 +25,7 @@ func TestMemoryStoreConformance(t *testing.T) {
 	t.Run("RealClock", func(t *testing.T) {
 		t.Parallel()
 		storetest.Run(t, func(t *testing.T) storetest.Harness {
-			return storetest.Harness{Store: core.NewMemoryStore()}
+			return storetest.Harness{Store: core.NewMemoryStore(nil)}
 		})
 	})
 }
@@ -34,8 +34,8 @@ func TestMemoryStoreConformance(t *testing.T) {
 // every decision and on one that never sweeps: every answer must be the same.
 func TestSweepingNeverChangesADecision(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(0, 0))
-	eager := core.NewMemoryStore(core.WithClock(clock), core.WithSweepInterval(0))
-	lazy := core.NewMemoryStore(core.WithClock(clock), core.WithSweepInterval(1<<62))
+	eager := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: -1})
+	lazy := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: 1 << 62})
 	policies := []*core.Policy{
 		core.MustPolicy(core.Per(3, time.Second)),
 		core.MustPolicy(core.Per(2, 100*time.Millisecond), core.Per(5, time.Second)),
@@ -74,7 +74,7 @@ func TestSweepingNeverChangesADecision(t *testing.T) {
 func TestKeyCap(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(0, 0))
 	const maxKeys = 64 * 4 // 4 per shard
-	store := core.NewMemoryStore(core.WithClock(clock), core.WithMaxKeys(maxKeys))
+	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, MaxKeys: maxKeys})
 	p := core.MustPolicy(core.Per(2, time.Minute))
 	ctx := context.Background()
 	var refusedNewcomers, admittedNewcomers int
@@ -116,7 +116,7 @@ func TestKeyCap(t *testing.T) {
 }
 
 func TestDecideAllocatesNothing(t *testing.T) {
-	store := core.NewMemoryStore()
+	store := core.NewMemoryStore(nil)
 	ctx := context.Background()
 	for _, p := range []*core.Policy{core.MustPolicy(core.Per(3, time.Minute)), core.MustPolicy(core.Per(500, 2*time.Second), core.Per(2000, 10*time.Second))} {
 		q := core.Query{Policy: p, Scope: "GET /user/{id}", Key: "192.0.2.1"}
@@ -147,7 +147,7 @@ func heapPerKey(p *core.Policy, n int) float64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	store := core.NewMemoryStore(core.WithMaxKeys(2 * n))
+	store := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2 * n})
 	for _, k := range keys {
 		store.Decide(context.Background(), core.Query{Policy: p, Scope: "GET /user/test", Key: k})
 	}
@@ -164,7 +164,7 @@ func TestStoreRunsNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	p := core.MustPolicy(core.Per(2, time.Millisecond))
 	for i := range 50 {
-		s := core.NewMemoryStore(core.WithSweepInterval(0), core.WithMaxKeys(16))
+		s := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: -1, MaxKeys: 16})
 		for k := range 100 {
 			s.Decide(context.Background(), core.Query{Policy: p, Key: fmt.Sprint(i, "-", k)})
 		}

@@ -278,10 +278,9 @@ func WithIPv6Prefix(bits int) Option {
 	}
 }
 
-// WithExtension attaches an adapter-specific setting, such as a deny handler in the
-// framework's idiom, under key. Adapters define their own key types and read it back with
-// Limiter.Extension; applications use the adapters' option functions instead.
-func WithExtension(key, value any) Option {
+// withExtension attaches an adapter-specific setting, such as a deny handler in the
+// framework's idiom, under key; adapters reach it through package hook.
+func withExtension(key, value any) Option {
 	return func(c *config) error {
 		if c.extensions == nil {
 			c.extensions = map[any]any{}

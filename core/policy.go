@@ -32,7 +32,7 @@ type Policy struct {
 
 // NewPolicy validates rates and returns the policy enforcing all of them. Rates are kept
 // in the order given; duplicates are allowed but pointless. It checks what the engine
-// needs (counts 1 to MaxCount, positive periods up to MaxPeriod), not the MinPeriod floor
+// needs (counts 1 to MaxCount, positive periods up to about 146 years), not the MinPeriod floor
 // that limits and ParsePolicy apply: simulations and stores' tests may use shorter periods.
 func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
@@ -46,7 +46,7 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 		}
 		texts[i] = r.String()
 		p.gran = append(p.gran, 0)
-		if r.Exact() {
+		if r.exact() {
 			p.logLen = max(p.logLen, r.Count)
 			p.longestExact = max(p.longestExact, r.Period)
 		} else {
@@ -58,7 +58,7 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	}
 	p.text = strings.Join(texts, ",")
 	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
-	p.single = len(rates) == 1 && rates[0].Exact()
+	p.single = len(rates) == 1 && rates[0].exact()
 	return p, nil
 }
 
@@ -141,17 +141,21 @@ func parseRate(s string) (Rate, error) {
 	return Rate{Count: n, Period: d}, nil
 }
 
-// Rates returns a copy of the policy's rates, in the order given.
-func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
-
 // NumRates returns the number of rates in the policy.
 func (p *Policy) NumRates() int { return len(p.rates) }
 
 // Rate returns the i-th rate, 0 <= i < NumRates().
 func (p *Policy) Rate(i int) Rate { return p.rates[i] }
 
-// Longest returns the longest period: a key with no grant that recent holds nothing.
-func (p *Policy) Longest() time.Duration { return p.longest }
+// indexOf returns the index of the first of p's rates equal to r, or -1.
+func (p *Policy) indexOf(r Rate) int {
+	for i, pr := range p.rates {
+		if pr == r {
+			return i
+		}
+	}
+	return -1
+}
 
 // String returns the canonical text form, which ParsePolicy reads back.
 func (p *Policy) String() string { return p.text }

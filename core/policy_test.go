@@ -65,10 +65,10 @@ func TestNewPolicyRejectsBadValues(t *testing.T) {
 		r    core.Rate
 		want error
 	}{
-		{core.Per(0, time.Second), core.ErrBadCount},
-		{core.Per(-3, time.Second), core.ErrBadCount},
-		{core.Per(3, 0), core.ErrBadPeriod},
-		{core.Per(3, -time.Minute), core.ErrBadPeriod},
+		{core.Per(0, time.Second), core.ErrBadPolicy},
+		{core.Per(-3, time.Second), core.ErrBadPolicy},
+		{core.Per(3, 0), core.ErrBadPolicy},
+		{core.Per(3, -time.Minute), core.ErrBadPolicy},
 	} {
 		if _, err := core.NewPolicy(c.r); !errors.Is(err, c.want) {
 			t.Fatalf("%+v: err %v, want %v", c.r, err, c.want)

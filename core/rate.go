@@ -16,51 +16,45 @@ type Rate struct {
 // Per returns the rate "count per period". It does not validate; NewPolicy does.
 func Per(count int, period time.Duration) Rate { return Rate{Count: count, Period: period} }
 
-// ExactMax is the largest Count kept as an exact log of grant times. Rates above it use
-// the bounded form: BoundedBuckets counters per key, whatever the Count, at the price of
-// re-granting a freed slot up to Period/BoundedBuckets late. Neither form ever admits more
-// than Count in any interval of length Period.
+// ExactMax is the largest Count kept as an exact log of grant times. Larger rates keep
+// BoundedBuckets counters per key instead, and may re-grant a freed slot up to
+// Period/BoundedBuckets late; neither form ever admits more than Count per Period.
 const ExactMax = 256
 
-// BoundedBuckets is the number of sub-windows a bounded rate splits its Period into; it
-// sets the bounded form's worst-case delay (Period/BoundedBuckets, 1%) and its memory.
+// BoundedBuckets is the number of sub-windows a rate above ExactMax splits its Period into.
 const BoundedBuckets = 100
 
-// MaxPeriod is the longest period a rate may have, about 146 years: times plus a period
-// must never overflow int64 nanoseconds.
-const MaxPeriod = time.Duration(1 << 62)
+// maxPeriod is the longest period a rate may have, about 146 years (2^62 ns): times plus
+// a period must never overflow int64 nanoseconds.
+const maxPeriod = time.Duration(1 << 62)
 
-// MinPeriod is the shortest period a limit accepts unless WithShortPeriods says otherwise.
-// A shorter one is nearly always a unit left out: Limit(3, 60) is 3 per 60 nanoseconds,
-// which admits everything. Sub-second windows such as 20 per 50ms stay well above it.
+// MinPeriod is the shortest period a limit accepts without WithShortPeriods: a shorter one
+// is nearly always a missing unit (Limit(3, 60) is 3 per 60 nanoseconds).
 const MinPeriod = time.Millisecond
 
-// MaxCount is the largest count (and so the largest cost) a rate may have, ten trillion:
-// far above any real limit, and low enough that every sum the engine and the Redis scripts
-// form stays exact (a bounded rate's buckets hold at most its count each, and Redis's Lua
-// counts in doubles, exact to 2^53), and that RateLimit values stay within the 15 digits
-// of a Structured Field integer.
+// MaxCount is the largest count, and so the largest cost, a rate may have: every sum of
+// counts stays exact (in Redis's Lua too) and within a Structured Field integer.
 const MaxCount = 10_000_000_000_000
 
-// Exact reports whether r is kept as an exact log of grant times (Count <= ExactMax).
-func (r Rate) Exact() bool { return r.Count <= ExactMax }
+// exact reports whether r is kept as an exact log of grant times.
+func (r Rate) exact() bool { return r.Count <= ExactMax }
 
 // validate reports why r cannot be enforced, naming the bad value.
 func (r Rate) validate() error {
 	if r.Count < 1 {
-		return fmt.Errorf("count %d: %w", r.Count, ErrBadCount)
+		return fmt.Errorf("count %d: %w", r.Count, ErrBadPolicy)
 	}
 	if r.Count > MaxCount {
-		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, MaxCount, ErrBadCount)
+		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, MaxCount, ErrBadPolicy)
 	}
 	if r.Period <= 0 {
-		return fmt.Errorf("period %v: %w", r.Period, ErrBadPeriod)
+		return fmt.Errorf("period %v: %w", r.Period, ErrBadPolicy)
 	}
-	if r.Period > MaxPeriod {
-		return fmt.Errorf("period %v is longer than %v: %w", r.Period, MaxPeriod, ErrBadPeriod)
+	if r.Period > maxPeriod {
+		return fmt.Errorf("period %v is longer than %v: %w", r.Period, maxPeriod, ErrBadPolicy)
 	}
-	if !r.Exact() && r.Period < BoundedBuckets {
-		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, BoundedBuckets, r.Count, ErrBadPeriod)
+	if !r.exact() && r.Period < BoundedBuckets {
+		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, BoundedBuckets, r.Count, ErrBadPolicy)
 	}
 	return nil
 }
@@ -98,7 +92,7 @@ func (r Rate) checkFloor() error {
 		return nil // a non-positive period has its own error
 	}
 	return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
-		r.Period, MinPeriod, int64(r.Period), ErrBadPeriod)
+		r.Period, MinPeriod, int64(r.Period), ErrBadPolicy)
 }
 
 // parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", ".5s", "1d" or a bare

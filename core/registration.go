@@ -16,6 +16,7 @@ type registrationSite struct {
 	file  string // the innermost frame's file and line, for messages
 	line  int
 	stack []string
+	fn    string // the library function the application called, such as "ginlimit.Limit"
 }
 
 // maxSiteFrames bounds how much of the caller's stack names a registration: enough to tell
@@ -35,6 +36,9 @@ func registration() registrationSite {
 	var site registrationSite
 	for {
 		f, more := frames.Next()
+		if site.stack == nil && isLibraryFrame(f.Function) {
+			site.fn = strings.TrimPrefix(f.Function, ownModule) // the outermost one wins
+		}
 		if !isLibraryFrame(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
 			if site.stack == nil {
 				site.file, site.line = f.File, f.Line

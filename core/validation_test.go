@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // A period written as a bare number is nanoseconds: refused everywhere a limit is declared,
@@ -17,16 +18,16 @@ func TestPeriodFloor(t *testing.T) {
 		name string
 		f    func() error
 	}{
-		{"NewLimiter(3, 60)", func() error { _, err := core.NewLimiter(3, 60); return err }},
-		{"NewLimiter(3, time.Nanosecond)", func() error { _, err := core.NewLimiter(3, time.Nanosecond); return err }},
-		{"NewLimiter with WithRate(5, 60)", func() error { _, err := core.NewLimiter(3, time.Minute, core.WithRate(5, 60)); return err }},
+		{"NewLimiter(3, 60)", func() error { _, err := adapter.New(3, 60); return err }},
+		{"NewLimiter(3, time.Nanosecond)", func() error { _, err := adapter.New(3, time.Nanosecond); return err }},
+		{"NewLimiter with WithRate(5, 60)", func() error { _, err := adapter.New(3, time.Minute, core.WithRate(5, 60)); return err }},
 		{`ParsePolicy("3/60ns")`, func() error { _, err := core.ParsePolicy("3/60ns"); return err }},
-		{`ParseLimiter("3/1m,3/60ns")`, func() error { _, err := core.ParseLimiter("3/1m,3/60ns"); return err }},
+		{`ParseLimiter("3/1m,3/60ns")`, func() error { _, err := adapter.Parse("3/1m,3/60ns"); return err }},
 		{"NewCounter over 60ns", func() error { _, err := core.NewCounter("c", 3, 60, nil); return err }},
 	} {
 		err := build.f()
-		if !errors.Is(err, core.ErrBadPeriod) {
-			t.Errorf("%s: %v, want ErrBadPeriod", build.name, err)
+		if !errors.Is(err, core.ErrBadPolicy) {
+			t.Errorf("%s: %v, want ErrBadPolicy", build.name, err)
 			continue
 		}
 		for _, part := range []string{"ns is below the 1ms minimum", "*time.Second", "WithShortPeriods"} {
@@ -36,14 +37,14 @@ func TestPeriodFloor(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"20/50ms", "5/10ms", "3/1ms", "10/.5s"} {
-		if _, err := core.ParseLimiter(ok); err != nil {
+		if _, err := adapter.Parse(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	if _, err := core.ParseLimiter("100/100us", core.WithShortPeriods()); err != nil {
+	if _, err := adapter.Parse("100/100us", core.WithShortPeriods()); err != nil {
 		t.Errorf("100/100us with WithShortPeriods: %v", err)
 	}
-	if _, err := core.NewLimiter(100, 100*time.Microsecond, core.WithShortPeriods()); err != nil {
+	if _, err := adapter.New(100, 100*time.Microsecond, core.WithShortPeriods()); err != nil {
 		t.Errorf("100 per 100µs with WithShortPeriods: %v", err)
 	}
 }
@@ -72,26 +73,26 @@ func TestPeriodWithLeadingDot(t *testing.T) {
 func TestHugeCounts(t *testing.T) {
 	for _, bad := range []string{"999999999999999999/1d", "110000000000000/d", "9223372036854775807/1s", "10000000000001/1h"} {
 		_, err := core.ParsePolicy(bad)
-		if !errors.Is(err, core.ErrBadCount) || !strings.Contains(err.Error(), "is above the largest, 10000000000000") {
-			t.Errorf("%s: %v, want ErrBadCount naming the largest count", bad, err)
+		if !errors.Is(err, core.ErrBadPolicy) || !strings.Contains(err.Error(), "is above the largest, 10000000000000") {
+			t.Errorf("%s: %v, want ErrBadPolicy naming the largest count", bad, err)
 		}
 	}
 	for _, good := range []string{"1000000000000/365d", "10000000000000/1d", "10000000000000/36500d", "3/36500d"} {
-		l, err := core.ParseLimiter(good, core.WithStore(core.NewMemoryStore()))
+		l, err := adapter.Parse(good, core.WithStore(core.NewMemoryStore(nil)))
 		if err != nil {
 			t.Fatalf("%s: %v", good, err)
 		}
 		for range 3 {
-			v := l.Check(context.Background(), core.Input{Route: "/", Peer: "192.0.2.1:1"})
-			h := core.HeaderMap{}
+			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"})
+			h := adapter.HeaderMap{}
 			l.SetHeaders(h, &v)
-			if !v.Allow || len(h[core.HeaderRateLimit]) != 1 {
+			if !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
 				t.Fatalf("%s: %+v, fields %v", good, v, h)
 			}
 		}
 	}
 	_, err := core.NewPolicy(core.Per(3, time.Minute), core.Per(core.MaxCount+1, time.Hour))
-	if !errors.Is(err, core.ErrBadCount) {
+	if !errors.Is(err, core.ErrBadPolicy) {
 		t.Errorf("NewPolicy with a count above MaxCount: %v", err)
 	}
 }
@@ -123,23 +124,23 @@ func TestPenaltyCannotOverflow(t *testing.T) {
 // Two limits registered in different places with the same policy count apart; one place
 // registering again (a router rebuilt) names the same buckets.
 func TestRegisteredLimitsCountApart(t *testing.T) {
-	store := core.WithStore(core.NewMemoryStore())
-	in := core.Input{Route: "GET /a", Peer: "192.0.2.1:1"}
-	first, _ := core.NewLimiter(2, 7*time.Minute, store)
-	second, _ := core.NewLimiter(2, 7*time.Minute, store)
-	for i, l := range []*core.Limiter{first, first, second, second} {
-		if v := l.Check(context.Background(), in); !v.Allow {
+	store := core.WithStore(core.NewMemoryStore(nil))
+	in := adapter.Input{Route: "GET /a", Peer: "192.0.2.1:1"}
+	first, _ := adapter.New(2, 7*time.Minute, store)
+	second, _ := adapter.New(2, 7*time.Minute, store)
+	for i, l := range []adapter.Limiter{first, first, second, second} {
+		if v := l.Check(context.Background(), in); !v.Allowed {
 			t.Fatalf("request %d refused: the two limits share a bucket", i+1)
 		}
 	}
-	var again []*core.Limiter
+	var again []adapter.Limiter
 	for range 2 {
-		l, _ := core.NewLimiter(3, 7*time.Minute, store) // one site, twice
+		l, _ := adapter.New(3, 7*time.Minute, store) // one site, twice
 		again = append(again, l)
 	}
-	for i, l := range []*core.Limiter{again[0], again[1], again[0], again[1]} {
-		if v := l.Check(context.Background(), in); v.Allow != (i < 3) {
-			t.Fatalf("request %d: allowed %v; one site registering twice must name one bucket", i+1, v.Allow)
+	for i, l := range []adapter.Limiter{again[0], again[1], again[0], again[1]} {
+		if v := l.Check(context.Background(), in); v.Allowed != (i < 3) {
+			t.Fatalf("request %d: allowed %v; one site registering twice must name one bucket", i+1, v.Allowed)
 		}
 	}
 }

@@ -28,8 +28,8 @@ func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "echolimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user", PreRouting: true}
 }
 
-func (adapter) DenyWith(status int, body string) core.Option {
-	return echolimit.DenyWith(func(c echo.Context, d core.Decision) error {
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return echolimit.WithDenyHandler(func(c echo.Context, d core.Decision) error {
 		c.Response().Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
 		return c.String(status, body)
 	})

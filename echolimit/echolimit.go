@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Limit returns middleware that admits at most count requests per period, in any interval
@@ -31,23 +32,22 @@ import (
 // store, the key, the headers and more. Bad arguments panic, naming the value and where the
 // limit was registered; use New to get an error instead.
 func Limit(count int, period time.Duration, opts ...core.Option) echo.MiddlewareFunc {
-	return Middleware(core.MustLimiter("echolimit.Limit", count, period, opts...))
+	return middleware(adapter.Must(count, period, opts...))
 }
 
 // New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
 // limits read from configuration. A bad policy or option is returned as an error.
 func New(policy string, opts ...core.Option) (echo.MiddlewareFunc, error) {
-	l, err := core.ParseLimiter(policy, opts...)
+	l, err := adapter.Parse(policy, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return Middleware(l), nil
+	return middleware(l), nil
 }
 
-// Middleware returns middleware applying a limiter built with package core.
-func Middleware(l *core.Limiter) echo.MiddlewareFunc {
+func middleware(l adapter.Limiter) echo.MiddlewareFunc {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
-	m := &middleware{l: l, deny: deny, frameworkIP: l.TrustsFrameworkIP(), needsRequest: l.NeedsRequest()}
+	m := &limited{l: l, deny: deny, frameworkIP: l.FrameworkIP(), needsRequest: l.NeedsRequest()}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		// Echo applies middleware anew for every request, so this closure is allocated
 		// each time: it captures two words, not the whole configuration.
@@ -55,27 +55,27 @@ func Middleware(l *core.Limiter) echo.MiddlewareFunc {
 	}
 }
 
-type middleware struct {
-	l                         *core.Limiter
+type limited struct {
+	l                         adapter.Limiter
 	deny                      DenyFunc
 	frameworkIP, needsRequest bool
 }
 
-func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
+func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	r := c.Request()
 	peer := r.RemoteAddr
 	if m.frameworkIP {
 		peer = c.RealIP()
 	}
-	in := core.Input{Route: c.Path(), Peer: peer}
+	in := adapter.Input{Route: c.Path(), Peer: peer}
 	if m.needsRequest {
 		// echo.Context is an interface: boxing request allocates, so only when a key,
 		// skip or cost function or trusted proxies will read it.
 		in.Request = &request{c}
 	}
 	v := m.l.Check(r.Context(), in)
-	m.l.SetHeaders(core.HeaderMap(c.Response().Header()), &v)
-	if v.Allow {
+	m.l.SetHeaders(adapter.HeaderMap(c.Response().Header()), &v)
+	if v.Allowed {
 		return next(c)
 	}
 	if m.deny != nil {
@@ -97,8 +97,8 @@ type DenyFunc func(c echo.Context, d core.Decision) error
 
 type denyKey struct{}
 
-// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
-func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // request is core.Request over echo.Context.
 type request struct{ c echo.Context }

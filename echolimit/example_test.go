@@ -28,10 +28,10 @@ func Example() {
 	// 429 RateLimit: "3/1m";r=0;t=60 Retry-After: "60"
 }
 
-func ExampleDenyWith() {
+func ExampleWithDenyHandler() {
 	e := echo.New()
 	// Returning an *echo.HTTPError hands the refusal to the app's HTTPErrorHandler.
-	limit := echolimit.Limit(1, time.Minute, fresh(), echolimit.DenyWith(func(c echo.Context, d core.Decision) error {
+	limit := echolimit.Limit(1, time.Minute, fresh(), echolimit.WithDenyHandler(func(c echo.Context, d core.Decision) error {
 		return echo.NewHTTPError(http.StatusTooManyRequests, "rate limited")
 	}))
 	e.GET("/search", func(c echo.Context) error { return c.String(200, "ok") }, limit)
@@ -48,4 +48,4 @@ func ExampleDenyWith() {
 
 // fresh gives each example a store of its own, so that it starts empty every time it runs;
 // applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore()) }
+func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }

@@ -32,8 +32,8 @@ func (adapter) Traits() adaptertest.Traits {
 		FrameworkTrust: true, TrustHeader: "X-Real-Ip", UseSharesBucket: true, ValueKey: "user", PreRouting: true}
 }
 
-func (adapter) DenyWith(status int, body string) core.Option {
-	return fiberlimit.DenyWith(func(c *fiber.Ctx, d core.Decision) error {
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return fiberlimit.WithDenyHandler(func(c *fiber.Ctx, d core.Decision) error {
 		c.Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
 		return c.Status(status).SendString(body)
 	})

@@ -30,9 +30,9 @@ func Example() {
 	// 429 RateLimit: "3/1m";r=0;t=60 Retry-After: "60"
 }
 
-func ExampleDenyWith() {
+func ExampleWithDenyHandler() {
 	app := fiber.New()
-	limit := fiberlimit.Limit(1, time.Minute, fresh(), fiberlimit.DenyWith(func(c *fiber.Ctx, d core.Decision) error {
+	limit := fiberlimit.Limit(1, time.Minute, fresh(), fiberlimit.WithDenyHandler(func(c *fiber.Ctx, d core.Decision) error {
 		return c.Status(fiber.StatusTooManyRequests).JSON(fiber.Map{"error": "rate limited", "retry_in_seconds": d.RetryAfter.Round(time.Second).Seconds()})
 	}))
 	app.Get("/search", limit, func(c *fiber.Ctx) error { return c.SendString("ok") })
@@ -52,4 +52,4 @@ func ExampleDenyWith() {
 
 // fresh gives each example a store of its own, so that it starts empty every time it runs;
 // applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore()) }
+func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }

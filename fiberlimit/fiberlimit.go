@@ -37,6 +37,7 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Limit returns a handler that admits at most count requests per period, in any interval
@@ -44,23 +45,22 @@ import (
 // store, the key, the headers and more. Bad arguments panic, naming the value and where the
 // limit was registered; use New to get an error instead.
 func Limit(count int, period time.Duration, opts ...core.Option) fiber.Handler {
-	return Middleware(core.MustLimiter("fiberlimit.Limit", count, period, opts...))
+	return middleware(adapter.Must(count, period, opts...))
 }
 
 // New returns a handler enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
 // limits read from configuration. A bad policy or option is returned as an error.
 func New(policy string, opts ...core.Option) (fiber.Handler, error) {
-	l, err := core.ParseLimiter(policy, opts...)
+	l, err := adapter.Parse(policy, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return Middleware(l), nil
+	return middleware(l), nil
 }
 
-// Middleware returns a handler applying a limiter built with package core.
-func Middleware(l *core.Limiter) fiber.Handler {
+func middleware(l adapter.Limiter) fiber.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
-	frameworkIP := l.TrustsFrameworkIP()
+	frameworkIP := l.FrameworkIP()
 	return func(c *fiber.Ctx) error {
 		peer := peerIP(c.Context().RemoteAddr())
 		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
@@ -68,10 +68,10 @@ func Middleware(l *core.Limiter) fiber.Handler {
 				peer = ip
 			}
 		}
-		in := core.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
+		in := adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
 		v := l.Check(c.UserContext(), in)
 		l.SetHeaders(header{c}, &v)
-		if v.Allow {
+		if v.Allowed {
 			return c.Next()
 		}
 		if deny != nil {
@@ -152,8 +152,8 @@ type DenyFunc func(c *fiber.Ctx, d core.Decision) error
 
 type denyKey struct{}
 
-// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
-func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // header sets response fields; one pointer, so boxing it allocates nothing. fasthttp copies
 // the values, so they may be transient.
@@ -161,8 +161,8 @@ type header struct{ c *fiber.Ctx }
 
 func (h header) Set(name, value string) {
 	switch name {
-	case core.HeaderRateLimitPolicy, core.HeaderRateLimit, core.HeaderRetryAfter,
-		core.HeaderLimit, core.HeaderRemaining, core.HeaderReset:
+	case adapter.HeaderRateLimitPolicy, adapter.HeaderRateLimit, adapter.HeaderRetryAfter,
+		adapter.HeaderLimit, adapter.HeaderRemaining, adapter.HeaderReset:
 		// core's names are already in fasthttp's normalized form (TestHeaderNamesNormalized),
 		// which is also what it sends when normalizing is off: skip normalizing and copying
 		// the name, the larger part of setting a field.

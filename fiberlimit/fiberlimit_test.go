@@ -14,6 +14,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/fiberlimit"
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // keepingStore keeps every query's Scope and Key, as a store keyed by map[string] would:
@@ -73,7 +74,7 @@ func TestKeptStringsAreCopies(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &keepingStore{Store: core.NewMemoryStore()}
+			store := &keepingStore{Store: core.NewMemoryStore(nil)}
 			app := fiber.New(tc.cfg)
 			opts := append([]core.Option{core.WithStore(store)}, tc.opts...)
 			app.Get("/k/:id", fiberlimit.Limit(1000, time.Minute, opts...), func(c *fiber.Ctx) error { return c.SendString("ok") })
@@ -107,7 +108,7 @@ func TestForgedLeftmostForwardedForIgnored(t *testing.T) {
 		for _, optIn := range []bool{false, true} {
 			app := fiber.New(fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor, EnableTrustedProxyCheck: true,
 				TrustedProxies: []string{"0.0.0.0/0"}, EnableIPValidation: validate})
-			opts := []core.Option{core.WithStore(core.NewMemoryStore())}
+			opts := []core.Option{core.WithStore(core.NewMemoryStore(nil))}
 			if optIn {
 				opts = append(opts, core.WithClientIPFromFramework())
 			}
@@ -134,8 +135,8 @@ func TestForgedLeftmostForwardedForIgnored(t *testing.T) {
 // TestHeaderNamesNormalized backs the adapter's shortcut past fasthttp's normalizing: core's
 // field names must already be in the form fasthttp would give them.
 func TestHeaderNamesNormalized(t *testing.T) {
-	for _, name := range []string{core.HeaderRateLimitPolicy, core.HeaderRateLimit, core.HeaderRetryAfter,
-		core.HeaderLimit, core.HeaderRemaining, core.HeaderReset} {
+	for _, name := range []string{hook.HeaderRateLimitPolicy, hook.HeaderRateLimit, hook.HeaderRetryAfter,
+		hook.HeaderLimit, hook.HeaderRemaining, hook.HeaderReset} {
 		if got := string(fasthttp.AppendNormalizedHeaderKey(nil, name)); got != name {
 			t.Errorf("%q normalizes to %q", name, got)
 		}
@@ -148,18 +149,18 @@ func TestFieldsWithNormalizingOff(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		app := fiber.New(fiber.Config{DisableHeaderNormalizing: off})
 		app.Get("/x", fiberlimit.Limit(5, time.Minute, core.WithHeaders(core.HeadersBoth)), func(c *fiber.Ctx) error {
-			c.Set(core.HeaderLimit, "overridden")
+			c.Set(hook.HeaderLimit, "overridden")
 			return c.SendString("ok")
 		})
 		resp, err := app.Test(httptest.NewRequest("GET", "/x", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := resp.Header.Values(core.HeaderLimit); len(got) != 1 || got[0] != "overridden" {
-			t.Errorf("normalizing off=%v: %s = %q, want one value, the handler's", off, core.HeaderLimit, got)
+		if got := resp.Header.Values(hook.HeaderLimit); len(got) != 1 || got[0] != "overridden" {
+			t.Errorf("normalizing off=%v: %s = %q, want one value, the handler's", off, hook.HeaderLimit, got)
 		}
-		if got := resp.Header.Get(core.HeaderRateLimitPolicy); got != `"5/1m";q=5;w=60` {
-			t.Errorf("normalizing off=%v: %s = %q", off, core.HeaderRateLimitPolicy, got)
+		if got := resp.Header.Get(hook.HeaderRateLimitPolicy); got != `"5/1m";q=5;w=60` {
+			t.Errorf("normalizing off=%v: %s = %q", off, hook.HeaderRateLimitPolicy, got)
 		}
 	}
 }

@@ -29,8 +29,8 @@ func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "ginlimit", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user"}
 }
 
-func (adapter) DenyWith(status int, body string) core.Option {
-	return ginlimit.DenyWith(func(c *gin.Context, d core.Decision) {
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return ginlimit.WithDenyHandler(func(c *gin.Context, d core.Decision) {
 		c.Header("X-Wait", adaptertest.Seconds(d.RetryAfter))
 		c.String(status, "%s", body)
 	})

@@ -28,10 +28,10 @@ func Example() {
 	// 429 RateLimit: "3/1m";r=0;t=60 Retry-After: "60"
 }
 
-func ExampleDenyWith() {
+func ExampleWithDenyHandler() {
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	limit := ginlimit.Limit(1, time.Minute, fresh(), ginlimit.DenyWith(func(c *gin.Context, d core.Decision) {
+	limit := ginlimit.Limit(1, time.Minute, fresh(), ginlimit.WithDenyHandler(func(c *gin.Context, d core.Decision) {
 		c.JSON(429, gin.H{"error": "rate limited", "retry_in_seconds": d.RetryAfter.Round(time.Second).Seconds()})
 	}))
 	r.GET("/search", limit, func(c *gin.Context) { c.String(200, "ok") })
@@ -48,4 +48,4 @@ func ExampleDenyWith() {
 
 // fresh gives each example a store of its own, so that it starts empty every time it runs;
 // applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore()) }
+func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }

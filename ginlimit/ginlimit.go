@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Limit returns middleware that admits at most count requests per period, in any interval
@@ -26,23 +27,22 @@ import (
 // store, the key, the headers and more. Bad arguments panic, naming the value and where the
 // limit was registered; use New to get an error instead.
 func Limit(count int, period time.Duration, opts ...core.Option) gin.HandlerFunc {
-	return Middleware(core.MustLimiter("ginlimit.Limit", count, period, opts...))
+	return middleware(adapter.Must(count, period, opts...))
 }
 
 // New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
 // limits read from configuration. A bad policy or option is returned as an error.
 func New(policy string, opts ...core.Option) (gin.HandlerFunc, error) {
-	l, err := core.ParseLimiter(policy, opts...)
+	l, err := adapter.Parse(policy, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return Middleware(l), nil
+	return middleware(l), nil
 }
 
-// Middleware returns middleware applying a limiter built with package core.
-func Middleware(l *core.Limiter) gin.HandlerFunc {
+func middleware(l adapter.Limiter) gin.HandlerFunc {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
-	frameworkIP := l.TrustsFrameworkIP()
+	frameworkIP := l.FrameworkIP()
 	return func(c *gin.Context) {
 		// RemoteAddr rather than c.RemoteIP(): core parses every form of it the same way
 		// in every adapter, where RemoteIP turns an address without a port into "".
@@ -50,9 +50,9 @@ func Middleware(l *core.Limiter) gin.HandlerFunc {
 		if frameworkIP {
 			peer = c.ClientIP()
 		}
-		v := l.Check(c.Request.Context(), core.Input{Route: c.FullPath(), Peer: peer, Request: request{c}})
-		l.SetHeaders(core.HeaderMap(c.Writer.Header()), &v)
-		if v.Allow {
+		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}})
+		l.SetHeaders(adapter.HeaderMap(c.Writer.Header()), &v)
+		if v.Allowed {
 			c.Next()
 			return
 		}
@@ -71,8 +71,8 @@ type DenyFunc func(c *gin.Context, d core.Decision)
 
 type denyKey struct{}
 
-// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
-func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // request is core.Request over *gin.Context; one pointer, so boxing it allocates nothing.
 type request struct{ c *gin.Context }

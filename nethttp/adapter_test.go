@@ -34,8 +34,8 @@ func (adapter) Traits() adaptertest.Traits {
 	return adaptertest.Traits{Name: "nethttp", Pattern: pattern, ValueKey: valueKey{}, PreRouting: true}
 }
 
-func (adapter) DenyWith(status int, body string) core.Option {
-	return nethttp.DenyWith(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return nethttp.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
 		w.Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
 		w.WriteHeader(status)
 		io.WriteString(w, body)

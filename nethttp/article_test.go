@@ -23,7 +23,7 @@ func TestArticlePace(t *testing.T) {
 	}
 	t.Parallel()
 	mux := http.NewServeMux()
-	mux.Handle("GET /article", nethttp.Limit(100, time.Second, core.WithStore(core.NewMemoryStore()))(
+	mux.Handle("GET /article", nethttp.Limit(100, time.Second, core.WithStore(core.NewMemoryStore(nil)))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	srv := httptest.NewServer(mux) // 127.0.0.1
 	defer srv.Close()

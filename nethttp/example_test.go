@@ -30,4 +30,4 @@ func Example() {
 
 // fresh gives each example a store of its own, so that it starts empty every time it runs;
 // applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore()) }
+func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }

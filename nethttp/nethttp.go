@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Limit returns middleware that admits at most count requests per period, in any interval
@@ -25,21 +26,20 @@ import (
 // store, the key, the headers and more. Bad arguments panic, naming the value and where the
 // limit was registered; use New to get an error instead.
 func Limit(count int, period time.Duration, opts ...core.Option) func(http.Handler) http.Handler {
-	return Middleware(core.MustLimiter("nethttp.Limit", count, period, opts...))
+	return middleware(adapter.Must(count, period, opts...))
 }
 
 // New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
 // limits read from configuration. A bad policy or option is returned as an error.
 func New(policy string, opts ...core.Option) (func(http.Handler) http.Handler, error) {
-	l, err := core.ParseLimiter(policy, opts...)
+	l, err := adapter.Parse(policy, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return Middleware(l), nil
+	return middleware(l), nil
 }
 
-// Middleware returns middleware applying a limiter built with package core.
-func Middleware(l *core.Limiter) func(http.Handler) http.Handler {
+func middleware(l adapter.Limiter) func(http.Handler) http.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	pattern, _ := l.Extension(patternKey{}).(func(*http.Request) string)
 	return func(next http.Handler) http.Handler {
@@ -48,7 +48,7 @@ func Middleware(l *core.Limiter) func(http.Handler) http.Handler {
 }
 
 type handler struct {
-	l       *core.Limiter
+	l       adapter.Limiter
 	next    http.Handler
 	deny    DenyFunc
 	pattern func(*http.Request) string
@@ -61,9 +61,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if route == "" && h.pattern != nil {
 		route = h.pattern(r)
 	}
-	v := h.l.Check(r.Context(), core.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}})
-	h.l.SetHeaders(core.HeaderMap(w.Header()), &v)
-	if v.Allow {
+	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}})
+	h.l.SetHeaders(adapter.HeaderMap(w.Header()), &v)
+	if v.Allowed {
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -84,8 +84,8 @@ type DenyFunc func(w http.ResponseWriter, r *http.Request, d core.Decision)
 
 type denyKey struct{}
 
-// DenyWith replaces the default refusal (429, "Too Many Requests") with deny.
-func DenyWith(deny DenyFunc) core.Option { return core.WithExtension(denyKey{}, deny) }
+// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 type patternKey struct{}
 
@@ -107,7 +107,7 @@ func WithMux(mux *http.ServeMux) core.Option {
 //
 // Requests whose pattern is "" share one bucket per client.
 func WithPattern(pattern func(*http.Request) string) core.Option {
-	return core.WithExtension(patternKey{}, pattern)
+	return adapter.Option(patternKey{}, pattern)
 }
 
 // request is core.Request over *http.Request; one pointer, so boxing it allocates nothing.

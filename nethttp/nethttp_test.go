@@ -14,7 +14,7 @@ import (
 func newMux(opts ...core.Option) *http.ServeMux {
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	opts = append([]core.Option{core.WithStore(core.NewMemoryStore())}, opts...)
+	opts = append([]core.Option{core.WithStore(core.NewMemoryStore(nil))}, opts...)
 	mux.Handle("GET /user/{id}", nethttp.Limit(3, time.Minute, opts...)(ok))
 	return mux
 }

@@ -96,7 +96,7 @@ func ExampleNew() {
 // decides and reports but never refuses: try a limit on live traffic first.
 func Example_observer() {
 	counts := map[string]int{}
-	observe := core.WithObserver(func(e core.Event) { counts[e.Route+" "+e.Outcome.String()]++ })
+	observe := core.WithObserver(func(e core.Event) { counts[e.Scope+" "+e.Outcome.String()]++ })
 	mux := http.NewServeMux()
 	mux.Handle("GET /search", nethttp.Limit(2, time.Minute, observe, core.WithDryRun(), fresh())(hello))
 	for range 5 {

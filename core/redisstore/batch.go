@@ -2,8 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,6 +69,74 @@ type queue struct {
 	mu      sync.Mutex
 	waiting []*call
 	flying  int // sends on the wire
+	// unreachable is the error of the last failed attempt to connect to the server, until
+	// a connection or an answer comes (see explain).
+	unreachable atomic.Pointer[dialFailure]
+	// node is the Cluster node client whose dials report here; nil for a single server,
+	// whose client reports to the store's own queue.
+	node atomic.Pointer[redis.Client]
+}
+
+// A dialFailure is the error a connection attempt to a server met.
+type dialFailure struct{ err error }
+
+// dialWatch is a go-redis hook that tells q how its server's connection attempts end.
+// go-redis dials on a goroutine of its own, without the caller's context, so the outcome
+// is the server's, not a call's.
+type dialWatch struct{ q *queue }
+
+// DialHook notes each attempt's outcome and passes it on unchanged.
+func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		switch {
+		case err == nil:
+			w.q.reached()
+		case !errors.Is(err, context.Canceled):
+			// A cancelled dial says nothing about the server.
+			w.q.unreachable.Store(&dialFailure{err})
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook leaves commands alone.
+func (dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook leaves pipelines alone.
+func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// reached forgets a failed connection attempt once the server has been reached. The load
+// first keeps the common case, nothing to forget, a read of a shared line.
+func (q *queue) reached() {
+	if q.unreachable.Load() != nil {
+		q.unreachable.Store(nil)
+	}
+}
+
+// explain adds to a context error the cause the client did not report: go-redis retries a
+// refused connection until the context is done and then returns only the context's error,
+// so an operator would read "deadline exceeded" where Redis is down. The failed attempt
+// counts only while nothing has reached the server since; an error with a network cause
+// of its own is left as it is. Both errors stay in the chain, so errors.Is still finds
+// the context's.
+func (q *queue) explain(err error, budget time.Duration) error {
+	f := q.unreachable.Load()
+	if f == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return err
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		if budget >= time.Millisecond {
+			budget = budget.Round(time.Millisecond)
+		}
+		return fmt.Errorf("%w (gave up at the %v deadline: %w)", f.err, budget, err)
+	}
+	return fmt.Errorf("%w (gave up: %w)", f.err, err)
 }
 
 // queueFor returns the queue of the server that holds key: the store's own for a single
@@ -84,22 +156,46 @@ func (s *Store) queueFor(key string) *queue {
 	// By address: go-redis replaces a node's client when the node leaves and comes back,
 	// and the server is the same one.
 	addr := node.Options().Addr
-	if q, ok := s.nodes.Load(addr); ok {
-		return q.(*queue)
+	v, ok := s.nodes.Load(addr)
+	if !ok {
+		v, _ = s.nodes.LoadOrStore(addr, &queue{})
 	}
-	q, _ := s.nodes.LoadOrStore(addr, &queue{})
-	return q.(*queue)
+	q := v.(*queue)
+	// Each node client dials for itself, so each new one gets the hook (only the first
+	// of several callers to see it adds it).
+	if old := q.node.Load(); old != node && q.node.CompareAndSwap(old, node) {
+		node.AddHook(dialWatch{q})
+	}
+	return q
 }
 
 // run sends the script within the store's deadline (and ctx's, if earlier).
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
 	c := calls.Get().(*call)
 	c.ctx, c.script, c.key, c.args = ctx, script, key, args
-	c.deadline = time.Now().Add(s.timeout)
+	now := time.Now()
+	budget := s.timeout
+	c.deadline = now.Add(budget)
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
-		c.deadline = d
+		c.deadline, budget = d, d.Sub(now)
 	}
 	q := s.queueFor(key)
+	v, err := s.runOn(q, c)
+	if err == nil || isReply(err) {
+		q.reached()
+		return v, err
+	}
+	return v, q.explain(err, budget)
+}
+
+// isReply reports whether err is an error the server answered with.
+func isReply(err error) bool {
+	_, ok := errors.AsType[redis.Error](err)
+	return ok
+}
+
+// runOn sends c through q, or alone at once when a flight is free.
+func (s *Store) runOn(q *queue, c *call) (reply, error) {
 	q.mu.Lock()
 	if q.flying >= s.flights {
 		c.queued = true
@@ -118,8 +214,8 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key string, args 
 		return s.wait(q, c)
 	}
 	q.mu.Unlock()
-	ctx, cancel := context.WithDeadline(ctx, c.deadline)
-	c.v, c.err = s.eval(ctx, script, key, args)
+	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
+	c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
 	cancel()
 	if s.land(q) {
 		go s.fly(q)

@@ -34,5 +34,5 @@ func Example() {
 		fmt.Printf("429, retry after %v\n", d.RetryAfter)
 		return
 	}
-	fmt.Printf("admitted, %d of %d left\n", d.Remaining, d.Limit)
+	fmt.Printf("admitted, %d of %d left\n", d.Remaining, d.Rate.Count)
 }

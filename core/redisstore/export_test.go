@@ -1,5 +1,10 @@
 package redisstore
 
+import (
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/hook"
+)
+
 // QueueIdle reports whether no call waits and no send is out, on every server's queue:
 // what a test that has finished its decisions must see, once its last flights have
 // landed, or a flight was lost and later calls would stall.
@@ -15,4 +20,17 @@ func (s *Store) QueueIdle() bool {
 		return true
 	})
 	return ok
+}
+
+// EngineState returns core's engine state of a key that holds no grant under p.
+func EngineState(p *core.Policy) []int64 { return hook.NewState(p) }
+
+// EngineDecide is core's engine deciding on state s at now: what every script must match,
+// decision for decision and state for state.
+func EngineDecide(p *core.Policy, s []int64, now int64, cost int, mode core.Mode) (core.Decision, error) {
+	d, err := hook.DecideState(p, s, now, cost, uint8(mode))
+	if err != nil {
+		return core.Decision{}, err
+	}
+	return d.(core.Decision), nil
 }

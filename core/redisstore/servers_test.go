@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -31,12 +30,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "redisstore: redis-server not found and CI=true: install it (apt-get install -y redis-server)")
+	if why := redistest.Missing(); why != "" {
+		if ci, ok := redistest.InCI(); ok {
+			fmt.Fprintf(os.Stderr, "redisstore: %s, and CI=%q\n", why, ci)
 			os.Exit(1)
 		}
-		noRedis = "redis-server not found (set CI=true to make this a failure)"
+		noRedis = why + " (with CI set, a failure)"
 		os.Exit(m.Run())
 	}
 	code := func() int {

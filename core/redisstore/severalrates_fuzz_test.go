@@ -107,7 +107,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 				states := map[string][]int64{}
 				touched := map[string]bool{}
 				for _, k := range keys {
-					states[k] = p.NewState()
+					states[k] = redisstore.EngineState(p)
 				}
 				burst := false
 				for step := range steps {
@@ -118,9 +118,9 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 					switch rng.IntN(12) {
 					case 0:
 					case 1:
-						adv = time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)*3)) * time.Microsecond
+						adv = time.Duration(rng.IntN(int(longest(p)/time.Microsecond)*3)) * time.Microsecond
 					case 2:
-						adv = -time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)/20+1)) * time.Microsecond
+						adv = -time.Duration(rng.IntN(int(longest(p)/time.Microsecond)/20+1)) * time.Microsecond
 					case 3:
 						g := gran[rng.IntN(len(gran))]
 						adv = time.Duration(99+rng.IntN(3)) * g
@@ -132,7 +132,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 					case 6:
 						adv = shortest / 10 * time.Duration(rng.IntN(12))
 					default:
-						adv = time.Duration(rng.IntN(int(p.Longest()/time.Microsecond)/40+1)) * time.Microsecond
+						adv = time.Duration(rng.IntN(int(longest(p)/time.Microsecond)/40+1)) * time.Microsecond
 					}
 					if burst && rng.IntN(20) != 0 {
 						adv = 0
@@ -168,13 +168,13 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						if err := c.Set(context.Background(), store.Key(p, "", key), v, 0).Err(); err != nil {
 							t.Fatal(err)
 						}
-						states[key] = p.NewState()
+						states[key] = redisstore.EngineState(p)
 						touched[key] = false
 						if noFreshPeek && mode == core.Peek {
 							mode = core.Enforce
 						}
 					}
-					want, err := p.Apply(states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
+					want, err := redisstore.EngineDecide(p, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -204,7 +204,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 // dumpState logs the engine's state and the stored value side by side.
 func dumpState(t *testing.T, p *core.Policy, s []int64, v []byte) {
 	nr := p.NumRates()
-	if p.Rate(0).Exact() {
+	if exact(p.Rate(0)) {
 		t.Logf("engine w=%d log=%v", s[0], s[1:])
 		t.Logf("redis len=%d", len(v))
 		return
@@ -236,7 +236,7 @@ func compareState(p *core.Policy, s []int64, v []byte) string {
 		}
 		return x
 	}
-	if p.Rate(0).Exact() {
+	if exact(p.Rate(0)) {
 		L := len(s) - 1
 		hdr := 9 + 2*nr
 		if (len(v)-hdr)%7 != 0 {

@@ -138,6 +138,12 @@ func WithDenyCache(on bool) Option {
 func WithClock(c core.Clock) Option { return func(s *Store) { s.clock = c } }
 
 // New returns a Store that keeps its keys through client.
+//
+// New adds a hook to client (for a Cluster, to each master's client as the store first
+// sends to it) that notes how connection attempts end and passes everything through
+// unchanged: go-redis retries a refused connection until the deadline and then reports
+// only the deadline, so without it a decision made while Redis is down would say
+// "context deadline exceeded" rather than "connection refused".
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	s := &Store{
 		client:  client,
@@ -149,6 +155,10 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if _, ok := client.(*redis.ClusterClient); !ok {
+		// A Cluster client's own hooks never see a dial: its nodes' clients dial.
+		client.AddHook(dialWatch{&s.queue})
 	}
 	return s
 }
@@ -353,7 +363,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 		return v.(*plan)
 	}
 	n := p.NumRates()
-	if r := p.Rate(0); n == 1 && r.Exact() {
+	if r := p.Rate(0); n == 1 && exact(r) {
 		// One exact rate: the lean script. Its expiry after a grant is FullReset, which is
 		// then the period (the newest grant is now), in milliseconds rounded up.
 		us := micros(r.Period)
@@ -374,7 +384,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 	logLen, allExact, longest := 0, true, int64(0)
 	for i := range n {
 		r := p.Rate(i)
-		if r.Exact() {
+		if exact(r) {
 			logLen = max(logLen, r.Count)
 		} else {
 			allExact = false
@@ -412,7 +422,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 		r := p.Rate(i)
 		us := micros(r.Period)
 		g := int64(0)
-		if !r.Exact() {
+		if !exact(r) {
 			g = granuleOf(us)
 		}
 		vals = append(vals, int64(r.Count), us, g)
@@ -444,6 +454,9 @@ func (s *Store) now() time.Time {
 // engine's: the period over core.BoundedBuckets, rounded up.
 func granuleOf(us int64) int64 { return (us + core.BoundedBuckets - 1) / core.BoundedBuckets }
 
+// exact reports whether core keeps r as an exact log of grant times.
+func exact(r core.Rate) bool { return r.Count <= core.ExactMax }
+
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
 
 // decision reads the script's reply: the decision and, for a refusal, the true wait until
@@ -452,12 +465,9 @@ func decision(p *core.Policy, v reply) (core.Decision, time.Duration, error) {
 	if v[1] < 0 || int(v[1]) >= p.NumRates() {
 		return core.Decision{}, 0, fmt.Errorf("unexpected script reply %v", v)
 	}
-	r := p.Rate(int(v[1]))
 	return core.Decision{
 		Allowed:    v[0] == 1,
-		Rate:       int(v[1]),
-		Limit:      r.Count,
-		Window:     r.Period,
+		Rate:       p.Rate(int(v[1])),
 		Remaining:  int(v[2]),
 		RetryAfter: time.Duration(v[3]) * time.Microsecond,
 		Reset:      time.Duration(v[4]) * time.Microsecond,

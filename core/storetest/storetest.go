@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,23 +24,6 @@ type Harness struct {
 	// Advance lets d pass on the store's clock. Nil means the store keeps real time, and
 	// the suite sleeps instead (with windows short enough to keep that quick).
 	Advance func(d time.Duration)
-}
-
-func (h Harness) wait(d time.Duration) {
-	if h.Advance != nil {
-		h.Advance(d)
-		return
-	}
-	time.Sleep(d)
-}
-
-// slack is how far real-time answers may drift from the ideal: a round trip and a sleep's
-// oversleep. Virtual clocks get none.
-func (h Harness) slack() time.Duration {
-	if h.Advance != nil {
-		return 0
-	}
-	return 40 * time.Millisecond
 }
 
 // Run runs every scenario, each on a fresh harness from newHarness.
@@ -64,7 +49,109 @@ var scenarios = []struct {
 	{"Counter", counter},
 }
 
+// window is the first attempt's window (see retry).
 const window = 400 * time.Millisecond
+
+// attempts bounds how often a scenario on real time starts over because the machine was
+// too slow for its checks to say anything (see retry).
+const attempts = 4
+
+// A timeline is one attempt's time: the harness's virtual time, or real time since the
+// attempt began. On real time the suite never assumes how long a call or a sleep takes:
+// it reads the clock around each call, and bounds what the store may answer by what it
+// read, so a slow machine widens the bounds exactly as far as it was slow.
+type timeline struct {
+	h     Harness
+	start time.Time
+	virt  time.Duration
+}
+
+func (tl *timeline) now() time.Duration {
+	if tl.h.Advance != nil {
+		return tl.virt
+	}
+	return time.Since(tl.start)
+}
+
+// wait lets at least d pass.
+func (tl *timeline) wait(d time.Duration) {
+	if tl.h.Advance != nil {
+		tl.h.Advance(d)
+		tl.virt += d
+		return
+	}
+	time.Sleep(d)
+}
+
+// tol is the rounding a real-time store may add: Redis reads its own clock, in whole
+// microseconds. A virtual clock is exact.
+func (tl *timeline) tol() time.Duration {
+	if tl.h.Advance != nil {
+		return 0
+	}
+	return time.Millisecond
+}
+
+// A span is when a call ran, on its timeline: the store decided at some instant in it.
+type span struct{ from, to time.Duration }
+
+func (sp span) String() string { return fmt.Sprintf("[%v, %v]", sp.from, sp.to) }
+
+// decide decides q and reports when.
+func (tl *timeline) decide(t *testing.T, q core.Query) (core.Decision, span) {
+	t.Helper()
+	from := tl.now()
+	d := decide(t, tl.h, q)
+	return d, span{from, tl.now()}
+}
+
+// timed runs f and reports when.
+func (tl *timeline) timed(f func()) span {
+	from := tl.now()
+	f()
+	return span{from, tl.now()}
+}
+
+// until returns the bounds of what a store may report, at a decision made in r, as the
+// time left until w after an event in g: an instant of g plus w, less an instant of r.
+func (tl *timeline) until(g span, w time.Duration, r span) (lo, hi time.Duration) {
+	return g.from + w - r.to - tl.tol(), g.to + w - r.from + tl.tol()
+}
+
+// inTime reports whether every call from first to last ran within w: then nothing the
+// first recorded has left the window when the last is decided. When a scenario's checks
+// need that and the machine was too slow, it logs why and the attempt says nothing.
+func (tl *timeline) inTime(t *testing.T, what string, first, last span, w time.Duration) bool {
+	t.Helper()
+	if last.to-first.from < w {
+		return true
+	}
+	t.Logf("%s: calls from %v to %v do not fit in the %v window: too slow to check; again", what, first, last, w)
+	return false
+}
+
+// retry runs attempts of a scenario, each on a fresh timeline, its own keys (key adds the
+// attempt's suffix to a name) and a window twice the last, until one reports that the
+// machine kept the pace its checks need. Only that may start an attempt over: a check
+// whose premise held and which fails, fails the test at once, so no violation of a limit
+// can be retried away. A virtual clock always keeps the pace.
+func retry(t *testing.T, h Harness, run func(tl *timeline, w time.Duration, key func(string) string) bool) {
+	t.Helper()
+	w := window
+	for i := 1; ; i++ {
+		suffix := "#" + strconv.Itoa(i)
+		if run(&timeline{h: h, start: time.Now()}, w, func(k string) string { return k + suffix }) {
+			return
+		}
+		if h.Advance != nil {
+			t.Fatal("an attempt on a virtual clock did not keep the pace: the scenario is wrong")
+		}
+		if i == attempts {
+			t.Fatalf("%d attempts, the last with a %v window, and the machine never kept the pace the checks need", i, w)
+		}
+		w *= 2
+	}
+}
 
 func decide(t *testing.T, h Harness, q core.Query) core.Decision {
 	t.Helper()
@@ -76,46 +163,70 @@ func decide(t *testing.T, h Harness, q core.Query) core.Decision {
 }
 
 func admitsCountThenRefuses(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(3, window))
-	q := core.Query{Policy: p, Scope: "GET /user/test", Key: "192.0.2.1"}
-	for i := range 3 {
-		d := decide(t, h, q)
-		if !d.Allowed || d.Remaining != 2-i || d.Limit != 3 || d.Window != window || d.RetryAfter != 0 {
-			t.Fatalf("request %d: got %+v, want admitted with %d remaining of 3 per %v", i+1, d, 2-i, window)
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		p := core.MustPolicy(core.Per(3, w))
+		q := core.Query{Policy: p, Scope: "GET /user/test", Key: key("192.0.2.1")}
+		var ds [4]core.Decision
+		var at [4]span
+		for i := range ds {
+			ds[i], at[i] = tl.decide(t, q)
 		}
-		if d.Reset < window-h.slack() || d.Reset > window {
-			t.Fatalf("request %d: Reset %v, want about %v", i+1, d.Reset, window)
+		if !tl.inTime(t, "four requests", at[0], at[3], w) {
+			return false
 		}
-	}
-	d := decide(t, h, q)
-	if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > window {
-		t.Fatalf("request 4: got %+v, want refused with 0 < RetryAfter <= %v", d, window)
-	}
+		for i, d := range ds[:3] {
+			if !d.Allowed || d.Remaining != 2-i || d.Rate != core.Per(3, w) || d.RetryAfter != 0 {
+				t.Fatalf("request %d: got %+v, want admitted with %d remaining of 3 per %v", i+1, d, 2-i, w)
+			}
+			// The newest grant is this one: the quota is whole one window from now.
+			if d.Reset < w-tl.tol() || d.Reset > w {
+				t.Fatalf("request %d: Reset %v, want %v", i+1, d.Reset, w)
+			}
+		}
+		d := ds[3]
+		lo, hi := tl.until(at[0], w, at[3])
+		if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > w || d.RetryAfter < lo || d.RetryAfter > hi {
+			t.Fatalf("request 4 at %v: got %+v, want refused until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", at[3], d, at[0], w, lo, hi)
+		}
+		if lo, hi := tl.until(at[2], w, at[3]); d.Reset < lo || d.Reset > hi {
+			t.Fatalf("request 4: Reset %v, want the newest grant's (at %v) end: in [%v, %v]", d.Reset, at[2], lo, hi)
+		}
+		return true
+	})
 }
 
 func retryAfterFromGrants(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(2, window))
-	q := core.Query{Policy: p, Key: "k"}
-	decide(t, h, q)
-	h.wait(window / 2)
-	decide(t, h, q)
-	d := decide(t, h, q)
-	// The first grant leaves the window half a window from now, not a whole one.
-	if d.Allowed || d.RetryAfter > window/2 || d.RetryAfter < window/2-h.slack()-window/8 {
-		t.Fatalf("got %+v, want refused with RetryAfter about %v", d, window/2)
-	}
-	if d.Reset > window || d.Reset < window-h.slack()-window/8 {
-		t.Fatalf("Reset %v, want about %v (the newest grant's expiry)", d.Reset, window)
-	}
-	h.wait(d.RetryAfter + h.slack()/4)
-	if d := decide(t, h, q); !d.Allowed {
-		t.Fatalf("after RetryAfter: got %+v, want admitted", d)
-	}
-	if d := decide(t, h, q); d.Allowed {
-		t.Fatalf("the slot freed by time went to one request, yet a second was admitted: %+v", d)
-	}
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		q := core.Query{Policy: core.MustPolicy(core.Per(2, w)), Key: key("k")}
+		_, first := tl.decide(t, q)
+		tl.wait(w / 2)
+		_, second := tl.decide(t, q)
+		d, at := tl.decide(t, q)
+		if !tl.inTime(t, "the refusal", first, at, w) {
+			return false
+		}
+		// The first grant leaves the window half a window from now, not a whole one.
+		if lo, hi := tl.until(first, w, at); d.Allowed || d.RetryAfter < lo || d.RetryAfter > hi {
+			t.Fatalf("third request at %v: got %+v, want refused until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", at, d, first, w, lo, hi)
+		}
+		if lo, hi := tl.until(second, w, at); d.Reset < lo || d.Reset > hi {
+			t.Fatalf("Reset %v, want the newest grant's (at %v) end: in [%v, %v]", d.Reset, second, lo, hi)
+		}
+		// Waiting RetryAfter from the reply is waiting at least that from the decision.
+		tl.wait(d.RetryAfter + tl.tol())
+		if d, at := tl.decide(t, q); !d.Allowed {
+			t.Fatalf("at %v, after RetryAfter %v: got %+v, want admitted", at, d.RetryAfter, d)
+		}
+		d, last := tl.decide(t, q)
+		if !tl.inTime(t, "the second grant", second, last, w) {
+			return false
+		}
+		if d.Allowed {
+			t.Fatalf("the slot freed by time went to one request, yet a second was admitted at %v: %+v", last, d)
+		}
+		return true
+	})
 }
-
 func isolation(t *testing.T, h Harness) {
 	p := core.MustPolicy(core.Per(1, time.Hour))
 	other := core.MustPolicy(core.Per(2, time.Hour))
@@ -155,32 +266,43 @@ func awkwardKeys(t *testing.T, h Harness) {
 }
 
 func severalRates(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(2, window/4), core.Per(3, window))
-	q := core.Query{Policy: p, Key: "k"}
-	for i := range 2 {
-		if d := decide(t, h, q); !d.Allowed {
-			t.Fatalf("request %d refused: %+v", i+1, d)
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		p := core.MustPolicy(core.Per(2, w/4), core.Per(3, w))
+		q := core.Query{Policy: p, Key: key("k")}
+		_, first := tl.decide(t, q)
+		if d, _ := tl.decide(t, q); !d.Allowed {
+			t.Fatalf("second request refused: %+v", d)
 		}
-	}
-	d := decide(t, h, q)
-	if d.Allowed || d.Rate != 0 || d.Limit != 2 {
-		t.Fatalf("third request at once: got %+v, want refused by the 2-per-%v rate", d, window/4)
-	}
-	h.wait(window/4 + h.slack())
-	d = decide(t, h, q)
-	if !d.Allowed || d.Rate != 1 || d.Remaining != 0 {
-		t.Fatalf("after the short window: got %+v, want admitted with the long rate (index 1) exhausted", d)
-	}
-	h.wait(window/4 + h.slack())
-	d = decide(t, h, q)
-	if d.Allowed || d.Rate != 1 || d.RetryAfter <= 0 {
-		t.Fatalf("short rate has room but long is full: got %+v, want refused by rate 1", d)
-	}
-	// A refusal by one rate records nothing in the other.
-	h.wait(d.RetryAfter + h.slack())
-	if d := decide(t, h, q); !d.Allowed {
-		t.Fatalf("after RetryAfter: got %+v, want admitted", d)
-	}
+		d, at := tl.decide(t, q)
+		if !tl.inTime(t, "the third request", first, at, w/4) {
+			return false
+		}
+		if d.Allowed || d.Rate != p.Rate(0) {
+			t.Fatalf("third request at once: got %+v, want refused by the 2-per-%v rate", d, w/4)
+		}
+		tl.wait(w/4 + tl.tol())
+		d, at = tl.decide(t, q)
+		if !tl.inTime(t, "the fourth request", first, at, w) {
+			return false
+		}
+		if !d.Allowed || d.Rate != p.Rate(1) || d.Remaining != 0 {
+			t.Fatalf("after the short window: got %+v, want admitted with the long rate exhausted", d)
+		}
+		tl.wait(w/4 + tl.tol())
+		d, at = tl.decide(t, q)
+		if !tl.inTime(t, "the fifth request", first, at, w) {
+			return false
+		}
+		if lo, hi := tl.until(first, w, at); d.Allowed || d.Rate != p.Rate(1) || d.RetryAfter < lo || d.RetryAfter > hi {
+			t.Fatalf("short rate has room but long is full: got %+v, want refused by rate 1 until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", d, first, w, lo, hi)
+		}
+		// A refusal by one rate records nothing in the other.
+		tl.wait(d.RetryAfter + tl.tol())
+		if d := decide(t, h, q); !d.Allowed {
+			t.Fatalf("after RetryAfter: got %+v, want admitted", d)
+		}
+		return true
+	})
 }
 
 func cost(t *testing.T, h Harness) {
@@ -204,29 +326,51 @@ func cost(t *testing.T, h Harness) {
 }
 
 func penalty(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(2, window))
-	enforce := core.Query{Policy: p, Key: "calm"}
-	punish := core.Query{Policy: p, Key: "hammer", Mode: core.Penalty}
-	for _, q := range []core.Query{enforce, punish} {
-		decide(t, h, q)
-		decide(t, h, q)
-	}
-	h.wait(window / 2)
-	// Two refusals each: penalty mode records both, filling the window again.
-	for _, q := range []core.Query{enforce, punish} {
-		for range 2 {
-			if d := decide(t, h, q); d.Allowed {
-				t.Fatalf("%s: admitted a third request", q.Key)
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		p := core.MustPolicy(core.Per(2, w))
+		enforce := core.Query{Policy: p, Key: key("calm")}
+		punish := core.Query{Policy: p, Key: key("hammer"), Mode: core.Penalty}
+		var firsts [2]span
+		for i, q := range []core.Query{enforce, punish} {
+			_, firsts[i] = tl.decide(t, q)
+			decide(t, h, q)
+		}
+		tl.wait(w / 2)
+		// Two refusals each: penalty mode records both, filling the window again.
+		var refused [2][2]core.Decision
+		var punished span
+		for i, q := range []core.Query{enforce, punish} {
+			for j := range 2 {
+				var at span
+				refused[i][j], at = tl.decide(t, q)
+				if !tl.inTime(t, q.Key+"'s refusals", firsts[i], at, w) {
+					return false
+				}
+				if i == 1 && j == 0 {
+					punished = at
+				}
 			}
 		}
-	}
-	h.wait(window/2 + h.slack())
-	if d := decide(t, h, enforce); !d.Allowed {
-		t.Fatalf("enforce: refusals must not be recorded, got %+v", d)
-	}
-	if d := decide(t, h, punish); d.Allowed {
-		t.Fatalf("penalty: the refusal half a window ago must still count, got %+v", d)
-	}
+		for i, q := range []core.Query{enforce, punish} {
+			for _, d := range refused[i] {
+				if d.Allowed {
+					t.Fatalf("%s: admitted a third request", q.Key)
+				}
+			}
+		}
+		tl.wait(w/2 + tl.tol())
+		if d := decide(t, h, enforce); !d.Allowed {
+			t.Fatalf("enforce: refusals must not be recorded, got %+v", d)
+		}
+		d, at := tl.decide(t, punish)
+		if !tl.inTime(t, "the recorded refusals", punished, at, w) {
+			return false
+		}
+		if d.Allowed {
+			t.Fatalf("penalty: the refusals half a window ago must still count, got %+v", d)
+		}
+		return true
+	})
 }
 
 func peek(t *testing.T, h Harness) {
@@ -246,46 +390,75 @@ func peek(t *testing.T, h Harness) {
 }
 
 // concurrentStrict hammers one key from many goroutines and checks, from the callers'
-// side, that no interval of length T held more than N grants whose whole call fell inside.
+// side, that no interval of length T held more than N grants whose whole call fell inside,
+// and that no refusal came while the key had room: both from the calls' own times, so a
+// slow machine can only make the calls fewer, never the checks wrong.
 func concurrentStrict(t *testing.T, h Harness) {
-	const n, workers = 20, 8
-	per := 100 * time.Millisecond
+	const n, workers, sample = 20, 8, 4096
 	if h.Advance != nil {
 		t.Skip("needs real time")
 	}
-	p := core.MustPolicy(core.Per(n, per))
-	q := core.Query{Policy: p, Key: "hot"}
-	var mu sync.Mutex
-	var grants []Call
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(5 * per)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 10_000_000 && time.Now().Before(deadline); i++ {
-				start := time.Now()
-				d, err := h.Store.Decide(context.Background(), q)
-				end := time.Now()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Allowed {
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		per := w / 4
+		p := core.MustPolicy(core.Per(n, per))
+		q := core.Query{Policy: p, Key: key("hot")}
+		var mu sync.Mutex
+		var grants, refusals []Call
+		var wg sync.WaitGroup
+		deadline := time.Now().Add(5 * per)
+		for g := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A uniform sample of this worker's refusals: all of them would be too many
+				// to keep on a fast machine.
+				rng := rand.New(rand.NewPCG(uint64(g), 1))
+				var mine []Call
+				seen := 0
+				defer func() {
 					mu.Lock()
-					grants = append(grants, Call{start, end})
+					refusals = append(refusals, mine...)
 					mu.Unlock()
+				}()
+				for time.Now().Before(deadline) {
+					start := time.Now()
+					d, err := h.Store.Decide(context.Background(), q)
+					end := time.Now()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					c := Call{start, end}
+					if d.Allowed {
+						mu.Lock()
+						grants = append(grants, c)
+						mu.Unlock()
+						continue
+					}
+					if seen++; len(mine) < sample {
+						mine = append(mine, c)
+					} else if i := rng.IntN(seen); i < sample {
+						mine[i] = c
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	if worst := MaxInWindow(grants, per); worst > n {
-		t.Fatalf("%d grants fell inside one %v interval, limit %d", worst, per, n)
-	}
-	if len(grants) < 4*n {
-		t.Fatalf("only %d grants in %v, want at least %d: slots freed by time were not re-granted", len(grants), 5*per, 4*n)
-	}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		if worst := MaxInWindow(grants, per); worst > n {
+			t.Fatalf("%d grants fell inside one %v interval, limit %d", worst, per, n)
+		}
+		if bad := RefusedWithRoom(grants, refusals, n, per+tl.tol()); len(bad) > 0 {
+			t.Fatalf("%d of %d refusals (a sample) came while fewer than %d grants could have been in the %v before them: slots freed by time were not granted again; the first: %v", len(bad), len(refusals), n, per, bad[0])
+		}
+		if len(refusals) == 0 || len(grants) <= n {
+			t.Logf("%d grants and %d refusals in %v under %d per %v: the key was not contended enough to show slots freed by time granted again; again", len(grants), len(refusals), 5*per, n, per)
+			return false
+		}
+		return true
+	})
 }
 
 // A Call is the span of one admitted call, as its caller saw it.
@@ -312,6 +485,34 @@ func MaxInWindow(calls []Call, w time.Duration) int {
 	return best
 }
 
+// RefusedWithRoom returns the refusals that came while the limit had room: fewer than n of
+// the grants could have been decided in the w before any instant of the refusal's call.
+// A grant may count when its own call overlaps (refusal.Start - w, refusal.End], so slow
+// calls can only add to the count, and a refusal returned proves the store refused while
+// a slot was free. grants must hold every grant of the key (of cost 1); refusals may be a
+// sample. O((g + r) log g).
+func RefusedWithRoom(grants, refusals []Call, n int, w time.Duration) []Call {
+	starts := make([]time.Time, len(grants))
+	ends := make([]time.Time, len(grants))
+	for i, g := range grants {
+		starts[i], ends[i] = g.Start, g.End
+	}
+	byTime := func(ts []time.Time) { sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) }) }
+	byTime(starts)
+	byTime(ends)
+	var bad []Call
+	for _, r := range refusals {
+		// Grants that began by the refusal's end, less those over before its start less w
+		// (which began by then too).
+		began := sort.Search(len(starts), func(i int) bool { return starts[i].After(r.End) })
+		over := sort.Search(len(ends), func(i int) bool { return ends[i].After(r.Start.Add(-w)) })
+		if began-over < n {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
+
 // String makes a Call print readably in failures.
 func (c Call) String() string {
 	return fmt.Sprintf("[%v, %v]", c.Start.Format(time.StampMicro), c.End.Format(time.StampMicro))
@@ -320,34 +521,65 @@ func (c Call) String() string {
 // counter runs a core.Counter on the store: events slide out of the window, counts
 // saturate at the capacity, keys stay apart, and a weight above the capacity fails.
 func counter(t *testing.T, h Harness) {
-	ctx := context.Background()
-	c, err := core.NewCounter("logins", 10, window, h.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(what string, got int, err error, want int) {
-		t.Helper()
-		if err != nil || got != want {
-			t.Fatalf("%s: got %d, %v; want %d", what, got, err, want)
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		ctx := context.Background()
+		c, err := core.NewCounter("logins", 10, w, h.Store)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	n, err := c.Add(ctx, "alice", 2)
-	step("add 2", n, err, 2)
-	h.wait(window / 2)
-	n, err = c.Add(ctx, "alice", 3)
-	step("add 3 half a window later", n, err, 5)
-	n, err = c.Count(ctx, "alice")
-	step("count", n, err, 5)
-	h.wait(window/2 + h.slack())
-	n, err = c.Count(ctx, "alice")
-	step("count once the first 2 have left", n, err, 3)
-	n, err = c.Add(ctx, "alice", 9)
-	step("add 9: saturates", n, err, 10)
-	n, err = c.Count(ctx, "alice")
-	step("count when saturated", n, err, 10)
-	n, err = c.Count(ctx, "bob")
-	step("another key", n, err, 0)
-	if _, err := c.Add(ctx, "alice", 11); !errors.Is(err, core.ErrCostTooHigh) {
-		t.Fatalf("a weight above the capacity: %v, want ErrCostTooHigh", err)
-	}
+		alice := key("alice")
+		// step runs f, which must return want provided the events added from since on
+		// still count, that is, f ran within w of since.
+		step := func(what string, f func() (int, error), want int, since time.Duration) (span, bool) {
+			t.Helper()
+			var n int
+			var err error
+			at := tl.timed(func() { n, err = f() })
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if !tl.inTime(t, what, span{since, since}, at, w) {
+				return at, false
+			}
+			if n != want {
+				t.Fatalf("%s at %v: got %d, want %d", what, at, n, want)
+			}
+			return at, true
+		}
+		add := func(weight int) func() (int, error) {
+			return func() (int, error) { return c.Add(ctx, alice, weight) }
+		}
+		count := func() (int, error) { return c.Count(ctx, alice) }
+		first, _ := step("add 2", add(2), 2, tl.now())
+		tl.wait(w / 2)
+		second, ok := step("add 3 half a window later", add(3), 5, first.from)
+		if !ok {
+			return false
+		}
+		if _, ok := step("count", count, 5, first.from); !ok {
+			return false
+		}
+		// At least a window after the first 2 were added: they have left, the 3 still count.
+		tl.wait(w/2 + tl.tol())
+		for _, s := range []struct {
+			what string
+			f    func() (int, error)
+			want int
+		}{
+			{"count once the first 2 have left", count, 3},
+			{"add 9: saturates", add(9), 10},
+			{"count when saturated", count, 10},
+		} {
+			if _, ok := step(s.what, s.f, s.want, second.from); !ok {
+				return false
+			}
+		}
+		if n, err := c.Count(ctx, key("bob")); err != nil || n != 0 {
+			t.Fatalf("another key: got %d, %v; want 0", n, err)
+		}
+		if _, err := c.Add(ctx, alice, 11); !errors.Is(err, core.ErrCostTooHigh) {
+			t.Fatalf("a weight above the capacity: %v, want ErrCostTooHigh", err)
+		}
+		return true
+	})
 }

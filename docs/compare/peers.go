@@ -74,14 +74,14 @@ func peers() []peer {
 	return []peer{
 		{
 			name: "reqlimit `Decide` (memory)", scheme: "exact sliding log",
-			newAllow: reqlimitDecide(func() (core.Store, error) { return core.NewMemoryStore(), nil }),
+			newAllow: reqlimitDecide(func() (core.Store, error) { return core.NewMemoryStore(nil), nil }),
 			fast:     spec{100, time.Nanosecond},
 		},
 		{
 			name: "reqlimit `nethttp.Limit` (memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				// Its own store: the process-wide default would share buckets between instances.
-				return netHTTPRoute(nethttp.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
+				return netHTTPRoute(nethttp.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
 			},
 			fast:      spec{100, time.Nanosecond},
 			framework: "net/http",
@@ -89,14 +89,14 @@ func peers() []peer {
 		{
 			name: "reqlimit `echolimit.Limit` (memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
-				return echoRoute(echolimit.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
+				return echoRoute(echolimit.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
 			},
 			fast: spec{100, time.Nanosecond}, framework: "Echo",
 		},
 		{
 			name: "reqlimit `fiberlimit.Limit` (memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
-				return fiberRoute(fiberlimit.Limit(count, period, core.WithStore(core.NewMemoryStore()))), nil
+				return fiberRoute(fiberlimit.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
 			},
 			fast: spec{100, time.Nanosecond}, framework: "Fiber",
 		},

@@ -53,7 +53,7 @@ func TestMountings(t *testing.T) {
 	}
 	for name, b := range build {
 		t.Run(name, func(t *testing.T) {
-			store := core.WithStore(core.NewMemoryStore())
+			store := core.WithStore(core.NewMemoryStore(nil))
 			r := b(func(opts ...core.Option) func(http.Handler) http.Handler {
 				return nethttp.Limit(2, time.Minute, append(opts, store)...)
 			})

@@ -24,7 +24,7 @@ func init() {
 func serveGin(ln net.Listener) func() {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.GET("/user/test", ginlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())),
+	r.GET("/user/test", ginlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))),
 		func(c *gin.Context) { c.String(200, "hello") })
 	return serveHTTP(ln, r)
 }
@@ -33,13 +33,13 @@ func serveEcho(ln net.Listener) func() {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/user/test", func(c echo.Context) error { return c.String(200, "hello") },
-		echolimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())))
+		echolimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))))
 	return serveHTTP(ln, e)
 }
 
 func serveFiber(ln net.Listener) func() {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/user/test", fiberlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore())),
+	app.Get("/user/test", fiberlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))),
 		func(c *fiber.Ctx) error { return c.SendString("hello") })
 	go app.Listener(ln)
 	return func() { app.Shutdown() }

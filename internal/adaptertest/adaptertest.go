@@ -23,10 +23,10 @@ type Adapter interface {
 	Limit(count int, period time.Duration, opts ...core.Option)
 	// New calls the adapter's New and returns its error.
 	New(policy string, opts ...core.Option) error
-	// DenyWith returns the adapter's DenyWith option with a deny function in the
+	// WithDenyHandler returns the adapter's DenyWith option with a deny function in the
 	// framework's idiom that writes status and body and sets X-Wait to the decision's
 	// RetryAfter in whole seconds.
-	DenyWith(status int, body string) core.Option
+	WithDenyHandler(status int, body string) core.Option
 }
 
 // Traits describes an adapter.

@@ -16,7 +16,7 @@ func BenchApps() []struct {
 	App  App
 } {
 	generous := func(opts ...core.Option) []Limit {
-		opts = append([]core.Option{core.WithStore(core.NewMemoryStore()), core.WithShortPeriods()}, opts...)
+		opts = append([]core.Option{core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods()}, opts...)
 		// An exact ring (the form of every limit up to core.ExactMax per window) whose
 		// 1µs window never fills at benchmark speed: every request is admitted, so the
 		// admitted path is what is measured. Its cost does not depend on the numbers.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // BenchmarkCoreCheck is the floor under every adapter's limited route: core's own work for
@@ -17,15 +18,15 @@ func BenchmarkCoreCheck(b *testing.B) {
 		style core.HeaderStyle
 	}{{"headers-off", core.HeadersOff}, {"standard", core.HeadersStandard}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := core.MustLimiter("bench", 100, time.Microsecond, core.WithShortPeriods(), core.WithStore(core.NewMemoryStore()), core.WithHeaders(c.style))
-			in := core.Input{Route: "/user/:id", Peer: DefaultRemote}
-			h := core.HeaderMap{}
+			l := adapter.Must(100, time.Microsecond, core.WithShortPeriods(), core.WithStore(core.NewMemoryStore(nil)), core.WithHeaders(c.style))
+			in := adapter.Input{Route: "/user/:id", Peer: DefaultRemote}
+			h := adapter.HeaderMap{}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
 				v := l.Check(ctx, in)
 				l.SetHeaders(h, &v)
-				if !v.Allow {
+				if !v.Allowed {
 					b.Fatal("refused")
 				}
 			}

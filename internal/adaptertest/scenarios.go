@@ -203,7 +203,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "custom-deny-in-the-framework-idiom",
 		App: func(_ Traits, a Adapter, _ *Probe) App {
-			return one("/a", perMinute(1, a.DenyWith(503, "slow down")))
+			return one("/a", perMinute(1, a.WithDenyHandler(503, "slow down")))
 		},
 		Steps: fixed(ok("/a"), Step{Request: Request{Path: "/a"}, Status: 503, Body: "slow down",
 			Header: map[string]string{"X-Wait": "60", "Retry-After": "60", "RateLimit": `"1/1m";r=0;t=60`}}),
@@ -299,16 +299,16 @@ var Scenarios = []Scenario{
 		Steps: fixed(ok("/user/1"), refused("/user/2")),
 		Check: func(t *testing.T, tr Traits, p *Probe) {
 			route := tr.Pattern("/user/:id")
-			want := []core.Event{{Outcome: core.Admitted, Route: route, Key: "192.0.2.7"}, {Outcome: core.Refused, Route: route, Key: "192.0.2.7"}}
+			want := []core.Event{{Outcome: core.Admitted, Scope: route, Key: "192.0.2.7"}, {Outcome: core.Refused, Scope: route, Key: "192.0.2.7"}}
 			if len(p.Events) != len(want) {
 				t.Fatalf("events %+v, want %d", p.Events, len(want))
 			}
 			for i, e := range p.Events {
-				if e.Outcome != want[i].Outcome || e.Route != want[i].Route || e.Key != want[i].Key || e.DryRun {
-					t.Errorf("event %d: %v %q %q, want %v %q %q", i, e.Outcome, e.Route, e.Key, want[i].Outcome, want[i].Route, want[i].Key)
+				if e.Outcome != want[i].Outcome || e.Scope != want[i].Scope || e.Key != want[i].Key || e.DryRun {
+					t.Errorf("event %d: %v %q %q, want %v %q %q", i, e.Outcome, e.Scope, e.Key, want[i].Outcome, want[i].Scope, want[i].Key)
 				}
 			}
-			if p.Events[1].Decision.Allowed || p.Events[1].Decision.Limit != 1 {
+			if p.Events[1].Decision.Allowed || p.Events[1].Decision.Rate.Count != 1 {
 				t.Errorf("refusal's decision %+v", p.Events[1].Decision)
 			}
 		},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 var (
@@ -165,7 +166,7 @@ func BenchmarkHotKeyAdmitted(b *testing.B) {
 	b.Run("redis_rate", func(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerSecond(1000000000)
-		run(b, func(ctx context.Context, _ *rand.Rand) error { return rrAdmitted(l.Allow(ctx, "hot", lim)) })
+		run(b, func(ctx context.Context, _ *rand.Rand) error { return rrAdmitted(l.Allowed(ctx, "hot", lim)) })
 	})
 }
 
@@ -188,7 +189,7 @@ func BenchmarkManyKeys(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerMinute(100)
 		run(b, func(ctx context.Context, rng *rand.Rand) error {
-			_, err := l.Allow(ctx, names[rng.IntN(keys)], lim)
+			_, err := l.Allowed(ctx, names[rng.IntN(keys)], lim)
 			return err
 		})
 	})
@@ -209,7 +210,7 @@ func BenchmarkRefusedKey(b *testing.B) {
 	b.Run("redis_rate", func(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerHour(1)
-		run(b, func(ctx context.Context, _ *rand.Rand) error { _, err := l.Allow(ctx, "spent", lim); return err })
+		run(b, func(ctx context.Context, _ *rand.Rand) error { _, err := l.Allowed(ctx, "spent", lim); return err })
 	})
 }
 
@@ -230,7 +231,7 @@ func rrAdmitted(r *redis_rate.Result, err error) error {
 // parsePolicy reads a policy's text, microsecond periods included: the hot benchmarks use
 // windows short enough never to fill, so that every decision is admitted.
 func parsePolicy(text string) *core.Policy {
-	l, err := core.ParseLimiter(text, core.WithShortPeriods(), core.WithStore(core.NewMemoryStore()))
+	l, err := adapter.Parse(text, core.WithShortPeriods(), core.WithStore(core.NewMemoryStore(nil)))
 	if err != nil {
 		panic(err)
 	}

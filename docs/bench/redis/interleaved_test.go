@@ -93,7 +93,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	// store as it was before its queue, to show what the queue is worth.
 	unshared := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false), redisstore.WithFlights(goroutines))
 	rrHot := func(ctx context.Context, _ *rand.Rand) error {
-		_, err := rr.Allow(ctx, "hot", redis_rate.PerSecond(1000000000))
+		_, err := rr.Allowed(ctx, "hot", redis_rate.PerSecond(1000000000))
 		return err
 	}
 	// The hot rows are meant to measure admissions, which cost the server a write, so they
@@ -137,7 +137,7 @@ func BenchmarkInterleaved(b *testing.B) {
 			_, err := store.Decide(ctx, core.Query{Policy: many, Key: names[rng.IntN(keys)]})
 			return err
 		}, func(ctx context.Context, rng *rand.Rand) error {
-			_, err := rr.Allow(ctx, names[rng.IntN(keys)], redis_rate.PerMinute(100))
+			_, err := rr.Allowed(ctx, names[rng.IntN(keys)], redis_rate.PerMinute(100))
 			return err
 		})
 	})
@@ -147,7 +147,7 @@ func BenchmarkInterleaved(b *testing.B) {
 			_, err := store.Decide(ctx, spent)
 			return err
 		}, func(ctx context.Context, _ *rand.Rand) error {
-			_, err := rr.Allow(ctx, "spent", redis_rate.PerHour(1))
+			_, err := rr.Allowed(ctx, "spent", redis_rate.PerHour(1))
 			return err
 		})
 	})

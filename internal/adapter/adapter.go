@@ -1,0 +1,87 @@
+// Package adapter is what reqlimit's adapters share: a limit built from core's options,
+// applied to one request at a time. An adapter turns its framework's request into an
+// Input, calls Check, and turns the Verdict into a response with SetHeaders and, when the
+// request is refused, DenyBody or the application's deny handler.
+package adapter
+
+import (
+	"context"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/hook"
+)
+
+// Input is what an adapter knows of a request.
+type Input = hook.Input[core.Request]
+
+// Verdict is a limit's answer for one request.
+type Verdict = hook.Verdict[core.Decision]
+
+// HeaderSetter and HeaderMap: see package hook.
+type (
+	HeaderSetter = hook.HeaderSetter
+	HeaderMap    = hook.HeaderMap
+)
+
+// Response field names.
+const (
+	HeaderRateLimitPolicy = hook.HeaderRateLimitPolicy
+	HeaderRateLimit       = hook.HeaderRateLimit
+	HeaderRetryAfter      = hook.HeaderRetryAfter
+	HeaderLimit           = hook.HeaderLimit
+	HeaderRemaining       = hook.HeaderRemaining
+	HeaderReset           = hook.HeaderReset
+)
+
+// A Limiter is one registered limit. Adapters build one when a route is registered.
+type Limiter interface {
+	// Check decides one request. It never fails: store errors go to the error hook and
+	// the fail mode decides.
+	Check(ctx context.Context, in Input) Verdict
+	// SetHeaders writes v's rate-limit fields in the configured style; a refusal also gets
+	// Retry-After, unless waiting cannot help.
+	SetHeaders(h HeaderSetter, v *Verdict)
+	// DenyBody returns the plain-text body of the refusal v.
+	DenyBody(v *Verdict) string
+	// Extension returns the adapter's setting stored under key by Option, or nil.
+	Extension(key any) any
+	// NeedsRequest reports whether Check reads Input.Request (key, skip or cost functions,
+	// trusted proxies): adapters whose Request allocates build one only then.
+	NeedsRequest() bool
+	// FrameworkIP reports whether core.WithClientIPFromFramework was given.
+	FrameworkIP() bool
+	// Policy returns the limit's policy.
+	Policy() *core.Policy
+}
+
+// Must builds the limit "count per period" with opts, for an adapter's Limit: bad
+// arguments panic, naming the value and the application's line that registered the limit.
+func Must(count int, period time.Duration, opts ...core.Option) Limiter {
+	l, _ := hook.Build(count, period, "", false, opts, true)
+	return l.(Limiter)
+}
+
+// New builds the limit "count per period" with opts, returning bad arguments as an error.
+func New(count int, period time.Duration, opts ...core.Option) (Limiter, error) {
+	l, err := hook.Build(count, period, "", false, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return l.(Limiter), nil
+}
+
+// Parse builds the limit of a policy's text form with opts, for an adapter's New.
+func Parse(policy string, opts ...core.Option) (Limiter, error) {
+	l, err := hook.Build(0, 0, policy, true, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return l.(Limiter), nil
+}
+
+// Option returns a core.Option that stores an adapter's setting (a deny handler in the
+// framework's idiom, say) under key, for the adapter to read back with Limiter.Extension.
+func Option(key, value any) core.Option {
+	return hook.Extension(key, value).(core.Option)
+}

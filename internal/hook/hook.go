@@ -1,0 +1,79 @@
+// Package hook joins package core to the adapters without a public API between them: core
+// implements the limit that adapters apply, and sets the functions here when it is
+// initialized; package adapter gives the adapters a typed view of them. It imports nothing
+// of reqlimit's, so that core can import it.
+package hook
+
+import "time"
+
+// Input is what an adapter knows of a request. R is core.Request.
+type Input[R any] struct {
+	// Route is the matched route pattern, "" when the adapter does not know it (no route
+	// matched, or the middleware runs before routing). All requests with an unknown route
+	// share one bucket per client: never one per path, which a client could vary at will.
+	Route string
+	// Peer is the connection's peer address ("host:port"), or the framework's client IP
+	// when the application configured its framework's trusted proxies.
+	Peer string
+	// Request gives key, skip and cost functions the request; it may be nil when the
+	// limit does not need it (NeedsRequest).
+	Request R
+}
+
+// Verdict is a limit's answer for one request. D is core.Decision.
+type Verdict[D any] struct {
+	// Decision is the store's decision (zero when skipped or when the store failed open).
+	Decision D
+	// Allowed reports whether the request goes on to the handler.
+	Allowed bool
+	// Status is the response status when Allowed is false.
+	Status int
+	// Skipped reports that a skip rule exempted the request: send no rate-limit fields.
+	Skipped bool
+	// Err is the store's error, if it failed, or why the request can never be admitted.
+	Err error
+}
+
+// A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over
+// their framework's response, implement it.
+type HeaderSetter interface {
+	Set(name, value string)
+}
+
+// HeaderMap is an http.Header as a HeaderSetter, for adapters whose framework writes
+// through net/http. Set stores the names as they are: core's are already canonical.
+// The limit gives a HeaderMap its RateLimit fields as one-element slices shared between
+// responses, so that setting them allocates nothing: adapters never write into them.
+type HeaderMap map[string][]string
+
+// Set replaces the field's values with value.
+func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
+
+// Response field names, in the canonical form net/http uses (so setting them allocates no
+// canonicalized copy); HTTP field names are case-insensitive.
+const (
+	HeaderRateLimitPolicy = "Ratelimit-Policy"
+	HeaderRateLimit       = "Ratelimit"
+	HeaderRetryAfter      = "Retry-After"
+	HeaderLimit           = "X-Ratelimit-Limit"
+	HeaderRemaining       = "X-Ratelimit-Remaining"
+	HeaderReset           = "X-Ratelimit-Reset"
+)
+
+// Set by package core when it is initialized.
+var (
+	// Build builds a limit: count per period, or with parse the policy's text, with opts, a
+	// []core.Option. It returns a core limit, which package adapter's Limiter describes.
+	// Errors and panics name where the limit was registered.
+	Build func(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error)
+	// Extension returns a core.Option (as any) that stores an adapter's setting under key.
+	Extension func(key, value any) any
+)
+
+// Set by package core when it is initialized, for tests that hold another store to the
+// engine state for state (the Redis scripts): policy is a *core.Policy, the decision a
+// core.Decision, mode a core.Mode.
+var (
+	NewState    func(policy any) []int64
+	DecideState func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
+)
