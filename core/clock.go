@@ -5,14 +5,13 @@ import (
 	"time"
 )
 
-// A Clock tells the time. Stores read it once per decision; tests pass a virtual clock to
-// make decisions deterministic.
+// A Clock tells the time, once per decision; tests pass a ManualClock.
 type Clock interface {
 	Now() time.Time
 }
 
-// ManualClock is a Clock that moves only when told, for tests and simulations.
-// Its zero value reads as the zero time. It is safe for concurrent use.
+// ManualClock is a Clock that moves only when told, safe for concurrent use. Its zero
+// value reads as the zero time.
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -2,9 +2,8 @@ package core
 
 import "time"
 
-// A Decision is a store's answer for one request: whether it is admitted, and the state of
-// the key that response headers report. Durations are exact, computed from the recorded
-// grants. A store fills every field; the zero Decision refuses.
+// A Decision is a store's answer for one request: whether it is admitted, and the key's
+// state that response headers report, exact from the recorded grants.
 type Decision struct {
 	// Allowed reports whether the request was admitted.
 	Allowed bool
@@ -13,8 +12,8 @@ type Decision struct {
 	Rate Rate
 	// Remaining is the quota Rate has left after this decision.
 	Remaining int
-	// RetryAfter is, for a refused request, how long until a request of the same cost
-	// would be admitted if nothing else is recorded meanwhile; 0 when admitted.
+	// RetryAfter is how long until a refused request of the same cost would be admitted
+	// if nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
 	// Reset is how long until Rate's quota is whole again.
 	Reset time.Duration
@@ -26,13 +25,11 @@ type Decision struct {
 type Mode uint8
 
 const (
-	// Enforce admits a request if every rate has room and records only admitted requests.
-	// Under constant overload a client still gets its whole quota: each slot freed by time
-	// goes to the next request that fits.
+	// Enforce admits a request if every rate has room, and records only admitted ones:
+	// under constant overload a client still gets its whole quota.
 	Enforce Mode = iota
-	// Penalty records refused requests too, so a client that keeps sending while refused
-	// stays refused: its own refusals fill the window. Under constant overload it starves,
-	// which is the point (some systems behave so), so use it only deliberately.
+	// Penalty records refused requests too: a client that keeps sending while refused
+	// stays refused, and under constant overload starves. Use it deliberately.
 	Penalty
 	// Peek records nothing; it reports what Enforce would decide.
 	Peek

@@ -23,12 +23,11 @@ func theDefaultStore() Store {
 	return defaultStore.store
 }
 
-// ErrDefaultStoreInUse is returned by SetDefaultStore once a limit has taken the default
-// store: replacing it then would split the process's limits over two stores.
-var ErrDefaultStoreInUse = errors.New("reqlimit: the default store is already in use; set it at startup, before registering limits")
+// ErrDefaultStoreInUse is SetDefaultStore's error once a limit has taken the default store.
+var ErrDefaultStoreInUse = errors.New("reqlimit: default store already in use: set it before registering limits")
 
-// SetDefaultStore replaces the process-wide default store, for example with a Redis store.
-// Call it once at startup, before any limit is registered.
+// SetDefaultStore replaces the process-wide default store, a MemoryStore, for the limits
+// registered after it; a Redis store, say. Call it once at startup.
 func SetDefaultStore(s Store) error {
 	if s == nil {
 		return errors.New("reqlimit: SetDefaultStore(nil): a store is required")

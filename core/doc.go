@@ -6,9 +6,7 @@
 //
 //	r.GET("/search", ginlimit.Limit(500, 2*time.Second, core.WithRate(2000, 10*time.Second)), h)
 //
-// "N per T" means that in any interval of length T at most N requests are admitted, and
-// that every request that fits is admitted. Start with the options (WithKey, WithStore,
-// WithFailMode, ...). Counter counts events outside HTTP on the same engine and stores.
-// Store authors implement Store, deciding a Query into a Decision, and test their store
-// with package storetest.
+// "N per T" means: in any interval of length T at most N requests are admitted, and every
+// request that fits is. Start with the options; Counter counts events outside HTTP. Store
+// authors implement Store and test it with package storetest.
 package core

@@ -4,12 +4,9 @@ package core
 type Outcome uint8
 
 const (
-	// Admitted: the request had room and went on to the handler.
-	Admitted Outcome = iota
-	// Refused: the request was over the limit (in dry-run mode it went on regardless).
-	Refused
-	// Errored: the store failed and the fail mode decided.
-	Errored
+	Admitted Outcome = iota // the request had room
+	Refused                 // over the limit (let through in dry run)
+	Errored                 // the store failed, and the fail mode decided
 )
 
 // String names the outcome, for metric labels.
@@ -28,12 +25,11 @@ func (o Outcome) String() string {
 // An Event describes one decision, for observers.
 type Event struct {
 	Outcome Outcome
-	// Scope is the bucket's scope (the route pattern unless WithScope set one; "" when the
-	// route is unknown) and Key the client's identity in it.
+	// Scope is the route, the WithScope name, or "" for an unknown route; Key the client.
 	Scope, Key string
 	Decision   Decision
 	// Err is the store's error when Outcome is Errored.
 	Err error
-	// DryRun reports that the limit only observes: a refusal was not enforced.
+	// DryRun reports that a refusal was not enforced.
 	DryRun bool
 }

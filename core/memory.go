@@ -20,13 +20,9 @@ const (
 const shardCount = 64
 
 // MemoryStore is the in-process Store, and the default: exact, allocation-free per
-// decision for keys it already holds, and bounded in size. Make one with NewMemoryStore.
-// It runs no goroutine (idle keys are dropped a few at a time during later decisions), so
-// there is nothing to close.
-//
-// At MaxKeys, newcomers share one overflow bucket per policy until idle keys make room:
-// no live key is evicted, so neither a newcomer nor a live key can exceed its limit, and
-// a flood of distinct clients costs memory only up to the cap.
+// decision, bounded in size, with no goroutine to stop. At MaxKeys, newcomers share one
+// overflow bucket per policy until idle keys make room: no live key is evicted, so no
+// client exceeds its limit, and a flood of clients costs memory only up to the cap.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
@@ -119,20 +115,16 @@ var tombstone = new(int64)
 
 // A MemoryConfig configures a MemoryStore. Its zero value works: every field has a default.
 type MemoryConfig struct {
-	// MaxKeys caps the number of keys held; 0 means 1<<20 (1,048,576), about 90 MB for a
-	// policy of 3 per minute. See MemoryStore for what happens at the cap.
+	// MaxKeys caps the number of keys held; 0 means 1<<20. See MemoryStore for the cap.
 	MaxKeys int
-	// SweepInterval is how often each shard starts a pass over its keys to drop the idle
-	// ones, spread over the shard's next decisions a few slots at a time; 0 means one
-	// minute, and a negative value keeps every shard always sweeping.
+	// SweepInterval is how often each shard starts a pass to drop idle keys, a few at a
+	// time; 0 means one minute, and a negative value means always.
 	SweepInterval time.Duration
-	// Clock is the store's time; nil means the system's monotonic clock. Tests and
-	// simulations pass a ManualClock.
+	// Clock is the store's time; nil means the system's monotonic clock.
 	Clock Clock
 }
 
-// NewMemoryStore returns an empty in-memory store configured by cfg; nil means the
-// defaults.
+// NewMemoryStore returns an empty store configured by cfg; nil means the defaults.
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		seedKey:    maphash.MakeSeed(),
@@ -186,7 +178,7 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 	return h
 }
 
-// Decide implements Store. It fails only for a nil policy or a cost above the limit.
+// Decide implements Store; it fails only for a nil policy or a cost above the limit.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
 	err = m.decide(&d, q, m.now())
 	return d, err
@@ -493,10 +485,10 @@ func (m *MemoryStore) tableList() []*keyTable {
 	return tables
 }
 
-// Len returns the number of keys the store holds, idle ones not yet swept included.
+// Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
-// Sweep drops every idle key now, rather than waiting for the shards to do it.
+// Sweep drops every idle key now.
 func (m *MemoryStore) Sweep() {
 	now := m.now()
 	for _, t := range m.tableList() {

@@ -36,7 +36,7 @@ type config struct {
 	extensions      map[any]any
 }
 
-// WithStore makes the limit keep its state in s instead of the process-wide default store.
+// WithStore keeps the limit's grants in s rather than in the default store.
 func WithStore(s Store) Option {
 	return func(c *config) error {
 		if s == nil {
@@ -47,9 +47,8 @@ func WithStore(s Store) Option {
 	}
 }
 
-// WithRate adds another rate to the route's limit: Limit(500, 2*time.Second,
-// WithRate(2000, 10*time.Second)) admits a request only if both have room, and records it
-// in both at once.
+// WithRate adds a rate to the limit: Limit(500, 2*time.Second, WithRate(2000,
+// 10*time.Second)) admits a request only if both have room, and records it in both.
 func WithRate(count int, period time.Duration) Option {
 	return func(c *config) error {
 		c.extraRates = append(c.extraRates, Rate{Count: count, Period: period})
@@ -57,12 +56,11 @@ func WithRate(count int, period time.Duration) Option {
 	}
 }
 
-// A KeyFunc names the client a request counts against. Returning "" or an error falls back
-// to the client's IP address, so a missing credential never turns limiting off.
+// A KeyFunc names the client a request counts against. "" or an error falls back to the
+// client's IP, so a missing credential never turns limiting off.
 type KeyFunc func(Request) (string, error)
 
-// WithKey counts requests per key(r) instead of per client IP. The route stays part of the
-// bucket unless WithScope says otherwise.
+// WithKey counts requests per key(r) instead of per client IP, still per route.
 func WithKey(key KeyFunc) Option {
 	return func(c *config) error {
 		if key == nil {
@@ -73,15 +71,13 @@ func WithKey(key KeyFunc) Option {
 	}
 }
 
-// KeyByHeader keys requests by the value of a request header, such as an API token.
-// Requests without it are keyed by IP.
+// KeyByHeader keys requests by a request header, such as an API token.
 func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) { return r.Header(name), nil }
 }
 
-// KeyByValue keys requests by a value an earlier middleware stored on the request (a user
-// ID set by authentication, say): Gin's and Echo's c.Set, Fiber's c.Locals, or a context
-// value for net/http. Requests without it are keyed by IP.
+// KeyByValue keys requests by a value an earlier middleware stored on the request: Gin's
+// and Echo's c.Set, Fiber's c.Locals, or a context value for net/http.
 func KeyByValue(key any) KeyFunc {
 	return func(r Request) (string, error) {
 		switch v := r.Value(key).(type) {
@@ -97,39 +93,37 @@ func KeyByValue(key any) KeyFunc {
 	}
 }
 
-// WithScope names the bucket's scope instead of the route pattern, so every route that
-// uses the same scope (and policy) shares one quota per client. It is also how two limits
-// registered apart ask to share buckets: without it, each registered limit has its own.
+// WithScope names the bucket's scope instead of the route, so that the routes and limits
+// with the same scope and policy share one quota per client. Without it, each registered
+// limit has buckets of its own.
 func WithScope(scope string) Option {
 	return func(c *config) error { c.scope = scope; return nil }
 }
 
-// WithSkip exempts requests for which skip returns true: they are neither counted nor given
-// rate-limit headers.
+// WithSkip exempts the requests skip returns true for: not counted, no rate-limit fields.
 func WithSkip(skip func(Request) bool) Option {
 	return func(c *config) error { c.skip = skip; return nil }
 }
 
-// WithCost charges cost(r) units for a request instead of 1.
+// WithCost charges cost(r) units for a request instead of 1. A cost above the limit is
+// refused with 413 and no Retry-After (waiting cannot help), and the error hook told.
 func WithCost(cost func(Request) int) Option {
 	return func(c *config) error { c.cost = cost; return nil }
 }
 
-// WithPenalty records refused requests too, so a client that keeps sending while refused
-// stays refused. Under constant overload it gets nothing, not its quota: see Penalty.
+// WithPenalty records refused requests too (see Penalty): a client that keeps sending
+// while refused stays refused.
 func WithPenalty() Option {
 	return func(c *config) error { c.mode = Penalty; return nil }
 }
 
-// WithShortPeriods lets the limit have periods below MinPeriod, for the rare limit that
-// really means microseconds (pacing a hot internal call, a benchmark). Without it a period
-// that short is refused at registration, since it is nearly always a missing unit.
+// WithShortPeriods allows periods below MinPeriod, for the rare limit that means
+// microseconds: without it they are refused, since they are nearly always a missing unit.
 func WithShortPeriods() Option {
 	return func(c *config) error { c.shortPeriods = true; return nil }
 }
 
-// WithDryRun decides and reports every request (headers, observer, error hook) but never
-// refuses one, for trying a limit on live traffic.
+// WithDryRun decides and reports every request but refuses none, to try a limit live.
 func WithDryRun() Option {
 	return func(c *config) error { c.dryRun = true; return nil }
 }
@@ -140,16 +134,14 @@ type HeaderStyle uint8
 const (
 	// HeadersStandard sends the IETF fields RateLimit-Policy and RateLimit.
 	HeadersStandard HeaderStyle = iota
-	// HeadersLegacy sends X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
-	// (Reset in unix seconds).
+	// HeadersLegacy sends X-RateLimit-Limit, -Remaining and -Reset (in unix seconds).
 	HeadersLegacy
-	// HeadersBoth sends both sets.
-	HeadersBoth
-	// HeadersOff sends no rate-limit fields. A refusal still carries Retry-After.
+	HeadersBoth // both sets
+	// HeadersOff sends no rate-limit fields; a refusal still carries Retry-After.
 	HeadersOff
 )
 
-// WithHeaders chooses the rate-limit response fields (HeadersStandard by default).
+// WithHeaders chooses the rate-limit response fields: HeadersStandard by default.
 func WithHeaders(style HeaderStyle) Option {
 	return func(c *config) error {
 		if style > HeadersOff {
@@ -160,21 +152,19 @@ func WithHeaders(style HeaderStyle) Option {
 	}
 }
 
-// A FailMode says what happens to a request when the store fails (unreachable, timed out).
+// A FailMode says what happens to a request when the store fails.
 type FailMode uint8
 
 const (
-	// FailOpen admits the request. It is the default: an outage of the limiter's store
-	// does not become an outage of the application.
+	// FailOpen, the default, admits: a store outage does not become an outage of the app.
 	FailOpen FailMode = iota
 	// FailClosed refuses the request, with 429 unless WithFailStatus says otherwise.
 	FailClosed
-	// FailLocal decides the request in a local in-memory store, so each instance still
-	// enforces the limit on its own until the shared store is back.
+	// FailLocal decides in a local memory store: each instance limits on its own.
 	FailLocal
 )
 
-// WithFailMode chooses what happens when the store fails; the error hook is told either way.
+// WithFailMode chooses what happens when the store fails; the error hook is told.
 func WithFailMode(m FailMode) Option {
 	return func(c *config) error {
 		if m > FailLocal {
@@ -185,8 +175,7 @@ func WithFailMode(m FailMode) Option {
 	}
 }
 
-// WithFailStatus sets the status of refusals caused by a store failure under FailClosed,
-// 429 by default; 503 is the other usual choice.
+// WithFailStatus sets the status of FailClosed's refusals: 429 by default, or 503, say.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
 		if code < 400 || code > 599 {
@@ -197,20 +186,18 @@ func WithFailStatus(code int) Option {
 	}
 }
 
-// WithErrorHook calls hook with every store error. Without it, errors are logged through
-// log/slog at most once a second.
+// WithErrorHook calls hook with every error, which slog logs otherwise.
 func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 	return func(c *config) error { c.onError = hook; return nil }
 }
 
-// WithObserver calls observe after every decision, for metrics and logs. It runs on the
-// request's goroutine: keep it quick, and copy what it keeps.
+// WithObserver calls observe after every decision, on the request's goroutine.
 func WithObserver(observe func(Event)) Option {
 	return func(c *config) error { c.observer = observe; return nil }
 }
 
-// WithDenyResponse sets the status and plain-text body of refusals (429 and "Too Many
-// Requests" by default). Adapters also offer a deny handler in their framework's idiom.
+// WithDenyResponse sets the status and text of refusals, 429 "Too Many Requests" by
+// default; an adapter's WithDenyHandler takes a handler instead.
 func WithDenyResponse(status int, body string) Option {
 	return func(c *config) error {
 		if status < 400 || status > 599 {
@@ -221,11 +208,10 @@ func WithDenyResponse(status int, body string) Option {
 	}
 }
 
-// WithTrustedProxies makes a forwarded header count, but only on connections from the
-// given proxies (CIDRs such as "10.0.0.0/8" or single addresses). The header is
-// X-Forwarded-For unless WithForwardedHeader names the one your proxies set; it is walked
-// from the right past trusted hops, and the first untrusted address is the client. Without
-// this option forwarded headers are ignored: any client can forge them.
+// WithTrustedProxies makes a forwarded header count, but only on connections from these
+// proxies (CIDRs such as "10.0.0.0/8", or addresses): walked from the right past trusted
+// hops, its first untrusted address is the client. Without it forwarded headers, which
+// any client can forge, are ignored.
 func WithTrustedProxies(cidrs ...string) Option {
 	return func(c *config) error {
 		for _, s := range cidrs {
@@ -239,11 +225,9 @@ func WithTrustedProxies(cidrs ...string) Option {
 	}
 }
 
-// WithForwardedHeader names the header your trusted proxies set, and the only one read:
-// "X-Forwarded-For" (the default) or "Forwarded" (RFC 7239), both chains walked from the
-// right, or a header holding the client's address alone, such as "X-Real-IP" or
-// "CF-Connecting-IP". Other forwarded headers are ignored, since a proxy passes them on
-// from the client unchanged. It takes effect with WithTrustedProxies.
+// WithForwardedHeader names the one header the trusted proxies set: "X-Forwarded-For" (the
+// default) or "Forwarded", chains walked from the right, or a single-address header such
+// as "X-Real-IP", whose last line counts. Other forwarded headers are ignored.
 func WithForwardedHeader(name string) Option {
 	return func(c *config) error {
 		name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
@@ -255,19 +239,14 @@ func WithForwardedHeader(name string) Option {
 	}
 }
 
-// WithClientIPFromFramework takes the client IP from the framework's own logic (Gin's
-// c.ClientIP, Echo's c.RealIP, Fiber's proxy header), for applications that configured
-// their framework's trusted proxies. Gin and Echo applications opt in here once their
-// framework trusts only their proxies: Gin trusts every proxy until SetTrustedProxies is
-// called, and Echo's extractors trust every private, loopback and link-local peer unless
-// told otherwise. Fiber with EnableTrustedProxyCheck is detected without it.
+// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP, once the
+// framework trusts only your proxies (see each adapter); Fiber's needs no option.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }
 
-// WithIPv6Prefix groups IPv6 clients by their first bits bits (64 by default: one
-// subscriber usually holds a whole /64 and can rotate through it). 128 keys every address
-// on its own.
+// WithIPv6Prefix groups IPv6 clients by their first bits bits: 64 by default, since one
+// subscriber usually holds a whole /64 and can rotate through it.
 func WithIPv6Prefix(bits int) Option {
 	return func(c *config) error {
 		if bits < 1 || bits > 128 {

@@ -9,10 +9,8 @@ import (
 )
 
 // A Policy is one or more rates enforced together on a key: a request is admitted only if
-// every rate has room for it, and then it is recorded in all of them at once.
-//
-// Policies are immutable and safe to share. Two policies with the same text are the same
-// limit and share buckets in a store.
+// every rate has room, and then recorded in all of them at once. Policies are immutable;
+// two with the same text share buckets in a store.
 type Policy struct {
 	rates []Rate
 	text  string
@@ -30,10 +28,8 @@ type Policy struct {
 	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
 }
 
-// NewPolicy validates rates and returns the policy enforcing all of them. Rates are kept
-// in the order given; duplicates are allowed but pointless. It checks what the engine
-// needs (counts 1 to MaxCount, positive periods up to about 146 years), not the MinPeriod floor
-// that limits and ParsePolicy apply: simulations and stores' tests may use shorter periods.
+// NewPolicy returns the policy enforcing all of rates, in the order given. Unlike limits and
+// ParsePolicy, it accepts periods below MinPeriod, for simulations and stores' tests.
 func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
@@ -62,7 +58,7 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	return p, nil
 }
 
-// MustPolicy is like NewPolicy but panics on error, for package-level policies.
+// MustPolicy is like NewPolicy but panics on error.
 func MustPolicy(rates ...Rate) *Policy {
 	p, err := NewPolicy(rates...)
 	if err != nil {
@@ -71,10 +67,9 @@ func MustPolicy(rates ...Rate) *Policy {
 	return p
 }
 
-// ParsePolicy reads a policy's text form: comma-separated rates "COUNT/PERIOD", such as
-// "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", "1h30m", "500ms", ".5s"),
-// a count of days ("1d"), or a bare unit ("s" means "1s"), and at least MinPeriod. Spaces
-// around items are ignored. Errors name the item and its byte offset.
+// ParsePolicy reads a policy's text form: rates "COUNT/PERIOD" separated by commas, such as
+// "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", ".5s"), days ("1d") or a
+// bare unit ("s"), at least MinPeriod. Errors name the bad item and its offset.
 func ParsePolicy(text string) (*Policy, error) {
 	p, err := parsePolicy(text)
 	if err != nil {
@@ -116,7 +111,7 @@ func (p *Policy) checkFloor() error {
 	return nil
 }
 
-// MustParsePolicy is like ParsePolicy but panics on error, like regexp.MustCompile.
+// MustParsePolicy is like ParsePolicy but panics on error.
 func MustParsePolicy(text string) *Policy {
 	p, err := ParsePolicy(text)
 	if err != nil {

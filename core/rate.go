@@ -13,12 +13,11 @@ type Rate struct {
 	Period time.Duration
 }
 
-// Per returns the rate "count per period". It does not validate; NewPolicy does.
+// Per returns the rate "count per period", unvalidated: NewPolicy validates.
 func Per(count int, period time.Duration) Rate { return Rate{Count: count, Period: period} }
 
 // ExactMax is the largest Count kept as an exact log of grant times. Larger rates keep
-// BoundedBuckets counters per key instead, and may re-grant a freed slot up to
-// Period/BoundedBuckets late; neither form ever admits more than Count per Period.
+// BoundedBuckets counters, re-granting a freed slot up to Period/BoundedBuckets late.
 const ExactMax = 256
 
 // BoundedBuckets is the number of sub-windows a rate above ExactMax splits its Period into.
@@ -59,7 +58,7 @@ func (r Rate) validate() error {
 	return nil
 }
 
-// String returns the text form "COUNT/PERIOD", e.g. "3/1m" or "500/2s", which ParsePolicy reads back.
+// String returns the text form, such as "3/1m", which ParsePolicy reads back.
 func (r Rate) String() string {
 	return strconv.Itoa(r.Count) + "/" + formatPeriod(r.Period)
 }

@@ -2,12 +2,9 @@ package core
 
 import "context"
 
-// A Store keeps the grant logs of keys and decides requests against them. Implementations
-// must be safe for concurrent use, decide and record atomically (two concurrent requests
-// can never both take the last slot), and keep the semantics of Policy.Apply.
-//
-// MemoryStore is the in-process implementation; package redisstore shares limits between
-// processes.
+// A Store keeps keys' grants and decides requests against them, safely for concurrent use
+// and atomically: two requests never both take the last slot. Package storetest checks a
+// Store's semantics; package redisstore shares limits between processes.
 type Store interface {
 	// Decide admits or refuses q and records it as q.Mode says.
 	Decide(ctx context.Context, q Query) (Decision, error)
@@ -15,11 +12,10 @@ type Store interface {
 
 // A Query asks a store for one decision.
 type Query struct {
-	// Policy is the limit to enforce. Its text is part of the bucket's identity, so two
-	// different policies never share a bucket.
+	// Policy is the limit to enforce; its text is part of the bucket's identity.
 	Policy *Policy
-	// Scope and Key name the bucket: the middlewares put the route pattern in Scope and the
-	// client's identity (its IP by default) in Key. Either may be empty.
+	// Scope and Key name the bucket: the limits put the route in Scope and the client
+	// (its IP by default) in Key. Either may be empty.
 	Scope, Key string
 	// Cost is how many units the request takes; below 1 counts as 1.
 	Cost int
