@@ -60,8 +60,8 @@ func BenchmarkOneKeySerial(b *testing.B) {
 			}
 		})
 	}
-	// The same decisions with the time passed in: what each costs without its clock read
-	// (32 ns of time.Since here), the part a faster clock cannot shrink.
+	// The same decisions with the time passed in: what each costs without its clock read,
+	// the part a faster clock cannot shrink.
 	b.Run("xtimerate/explicit-time", func(b *testing.B) {
 		l := admittedLimiter()
 		now := time.Now()

@@ -8,17 +8,17 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// SetHeaders writes v's rate-limit fields in the configured style. A refusal also gets
-// Retry-After in whole seconds, rounded up from the exact wait (at least 1). A skipped
-// request gets none.
+// setHeaders writes v's rate-limit fields in the configured style. A refusal also gets
+// Retry-After in whole seconds, rounded up from the exact wait (at least 1), unless
+// waiting cannot help. A skipped request gets none.
 //
 // The IETF fields follow draft-ietf-httpapi-ratelimit-headers-10: RateLimit-Policy lists
 // every rate as `"3/1m";q=3;w=60`, and RateLimit reports the tightest as
 // `"3/1m";r=REMAINING;t=SECONDS_UNTIL_ITS_QUOTA_IS_WHOLE`.
 //
-// v is a pointer because a Verdict is about a hundred bytes, copied on every request
-// otherwise; SetHeaders does not keep it.
-func (l *limiter) SetHeaders(h hook.HeaderSetter, v *verdict) {
+// v is a pointer because a verdict is about a hundred bytes, copied on every request
+// otherwise; setHeaders does not keep it.
+func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict) {
 	if v.Skipped {
 		return
 	}

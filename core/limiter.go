@@ -132,10 +132,22 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 
 // Check decides one request. It never fails: store errors go to the error hook and the
 // fail mode decides.
-func (l *limiter) Check(ctx context.Context, in input) (v verdict) {
+func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
+	// The verdict stays in this frame: handing its address to an adapter through the
+	// interface would move it to the heap on every request.
+	l.check(ctx, in, &v)
+	if h != nil {
+		l.setHeaders(h, &v)
+	}
+	return v
+}
+
+// check decides in into *v, which is zero.
+func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 	c := &l.cfg
 	if c.skip != nil && in.Request != nil && c.skip(in.Request) {
-		return verdict{Allowed: true, Skipped: true}
+		v.Allowed, v.Skipped = true, true
+		return
 	}
 	q := Query{Policy: l.policy, Scope: l.scope(in.Route), Mode: c.mode, Cost: 1}
 	q.Key = l.key(ctx, in)
@@ -151,10 +163,12 @@ func (l *limiter) Check(ctx context.Context, in input) (v verdict) {
 		v.Decision, err = l.store.Decide(ctx, q)
 	}
 	if errors.Is(err, ErrCostTooHigh) {
-		return l.tooCostly(ctx, q, in.Route, err)
+		*v = l.tooCostly(ctx, q, in.Route, err)
+		return
 	}
 	if err != nil {
-		return l.failed(ctx, q, in.Route, err)
+		*v = l.failed(ctx, q, in.Route, err)
+		return
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
 	if c.observer != nil {
@@ -162,9 +176,8 @@ func (l *limiter) Check(ctx context.Context, in input) (v verdict) {
 		if !v.Decision.Allowed {
 			o = Refused
 		}
-		l.observe(o, q, in.Route, v)
+		l.observe(o, q, in.Route, *v)
 	}
-	return v
 }
 
 // observe tells the observer, if any, of a decision.
@@ -297,9 +310,9 @@ func (m FailMode) name() string {
 	return "failmode(" + itoa(int(m)) + ")"
 }
 
-// DenyBody returns the plain-text body of the refusal v.
-func (l *limiter) DenyBody(v *verdict) string {
-	if v.Status == http.StatusRequestEntityTooLarge && errors.Is(v.Err, ErrCostTooHigh) {
+// DenyBody returns the plain-text body of a refusal whose verdict carried err.
+func (l *limiter) DenyBody(err error) string {
+	if err != nil && errors.Is(err, ErrCostTooHigh) {
 		return "Request Cost Exceeds The Limit\n"
 	}
 	return l.cfg.denyBody

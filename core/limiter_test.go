@@ -62,7 +62,7 @@ func TestFailModes(t *testing.T) {
 		}
 		hooked = nil
 		for i, want := range c.allowed {
-			v := l.Check(context.Background(), in)
+			v := l.Check(context.Background(), in, nil)
 			if v.Allowed != want || v.Err == nil || (!v.Allowed && v.Status != c.wantCode) {
 				t.Fatalf("%v request %d: %+v, want allow=%v status %d", c.mode, i+1, v, want, c.wantCode)
 			}
@@ -86,7 +86,7 @@ func TestCostAboveLimitIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 10 {
-			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}})
+			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}}, nil)
 			if v.Allowed || v.Status != 413 || !errors.Is(v.Err, core.ErrCostTooHigh) {
 				t.Fatalf("%v, request %d: %+v", mode, i, v)
 			}

@@ -73,8 +73,7 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		// skip or cost function or trusted proxies will read it.
 		in.Request = &request{c}
 	}
-	v := m.l.Check(r.Context(), in)
-	m.l.SetHeaders(adapter.HeaderMap(c.Response().Header()), &v)
+	v := m.l.Check(r.Context(), in, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
 		return next(c)
 	}
@@ -85,7 +84,7 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	w := c.Response()
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	_, err := io.WriteString(w, m.l.DenyBody(&v))
+	_, err := io.WriteString(w, m.l.DenyBody(v.Err))
 	return err
 }
 

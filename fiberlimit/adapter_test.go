@@ -120,3 +120,7 @@ func sendFiber(app *fiber.App) func() int {
 		return ctx.Response.StatusCode()
 	}
 }
+
+func TestLimitAddsNoAllocation(t *testing.T) {
+	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+}

@@ -69,8 +69,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			}
 		}
 		in := adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
-		v := l.Check(c.UserContext(), in)
-		l.SetHeaders(header{c}, &v)
+		v := l.Check(c.UserContext(), in, header{c})
 		if v.Allowed {
 			return c.Next()
 		}
@@ -78,7 +77,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			return deny(c, v.Decision)
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
-		return c.Status(v.Status).SendString(l.DenyBody(&v))
+		return c.Status(v.Status).SendString(l.DenyBody(v.Err))
 	}
 }
 

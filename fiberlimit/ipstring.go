@@ -8,14 +8,14 @@ import (
 )
 
 // fasthttp gives the peer as a *net.TCPAddr, and formatting its IP allocates a string on
-// every request, the only allocation on the limiter's admitted path otherwise. ipString
-// remembers the strings of recently seen addresses in a small direct-mapped cache, so
-// a client that keeps sending (the case that matters for a rate limiter) costs none. A
-// miss costs what formatting did, plus one small entry.
+// every request. ipString remembers the strings of recently seen addresses in a small
+// direct-mapped cache, so a client that keeps sending (the case that matters for a rate
+// limiter) costs no allocation for its address. A miss costs what formatting does, plus
+// one small entry.
 //
-// The string is "host:0": core.Input.Peer's documented "host:port" form, which core splits
-// without allocating (a bare host costs it an error value from net.SplitHostPort). The
-// port plays no part in keys, and leaving it out lets one entry serve every connection.
+// The string is "host:0": adapter.Input.Peer's documented "host:port" form, which core
+// splits without allocating. The port plays no part in keys, and leaving it out lets one
+// entry serve every connection.
 const ipCacheSize = 1024
 
 type ipEntry struct {

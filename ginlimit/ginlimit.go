@@ -50,8 +50,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		if frameworkIP {
 			peer = c.ClientIP()
 		}
-		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}})
-		l.SetHeaders(adapter.HeaderMap(c.Writer.Header()), &v)
+		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}}, adapter.HeaderMap(c.Writer.Header()))
 		if v.Allowed {
 			c.Next()
 			return
@@ -61,7 +60,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 			deny(c, v.Decision)
 			return
 		}
-		c.String(v.Status, "%s", l.DenyBody(&v))
+		c.String(v.Status, "%s", l.DenyBody(v.Err))
 	}
 }
 

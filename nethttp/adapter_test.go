@@ -79,3 +79,7 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 	}
 	return h
 }
+
+func TestLimitAddsNoAllocation(t *testing.T) {
+	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}

@@ -61,8 +61,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if route == "" && h.pattern != nil {
 		route = h.pattern(r)
 	}
-	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}})
-	h.l.SetHeaders(adapter.HeaderMap(w.Header()), &v)
+	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}}, adapter.HeaderMap(w.Header()))
 	if v.Allowed {
 		h.next.ServeHTTP(w, r)
 		return
@@ -73,7 +72,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	io.WriteString(w, h.l.DenyBody(&v))
+	io.WriteString(w, h.l.DenyBody(v.Err))
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}

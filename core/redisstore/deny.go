@@ -10,7 +10,7 @@ import (
 const (
 	denyShards = 16
 	// defaultDenyCap bounds the deny cache: a flood of distinct refused keys costs at most
-	// this many entries (about 100 bytes each), never unbounded memory.
+	// this many small entries, never unbounded memory.
 	defaultDenyCap = 1 << 16
 )
 

@@ -46,7 +46,7 @@ func TestFailModesWithRedisDown(t *testing.T) {
 				// Not run again when late: each request counts, in Redis or locally.
 				m := startStallMeter()
 				start := time.Now()
-				v := l.Check(context.Background(), in)
+				v := l.Check(context.Background(), in, nil)
 				el := time.Since(start)
 				if stall := m.Stop(); el > timeout+100*time.Millisecond+stall {
 					t.Errorf("%s: took %v, deadline %v plus 100ms and the machine's delay %v", what, el, timeout, stall)
@@ -68,7 +68,7 @@ func TestFailModesWithRedisDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(5 * time.Second)
-			for l.Check(context.Background(), in).Err != nil {
+			for l.Check(context.Background(), in, nil).Err != nil {
 				if time.Now().After(deadline) {
 					t.Fatal("decisions did not resume within 5 s of the restart")
 				}

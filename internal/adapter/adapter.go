@@ -1,7 +1,7 @@
 // Package adapter is what reqlimit's adapters share: a limit built from core's options,
 // applied to one request at a time. An adapter turns its framework's request into an
-// Input, calls Check, and turns the Verdict into a response with SetHeaders and, when the
-// request is refused, DenyBody or the application's deny handler.
+// Input, calls Check, which also sets the response's rate-limit fields, and when the request
+// is refused answers with DenyBody or the application's deny handler.
 package adapter
 
 import (
@@ -36,14 +36,12 @@ const (
 
 // A Limiter is one registered limit. Adapters build one when a route is registered.
 type Limiter interface {
-	// Check decides one request. It never fails: store errors go to the error hook and
-	// the fail mode decides.
-	Check(ctx context.Context, in Input) Verdict
-	// SetHeaders writes v's rate-limit fields in the configured style; a refusal also gets
-	// Retry-After, unless waiting cannot help.
-	SetHeaders(h HeaderSetter, v *Verdict)
-	// DenyBody returns the plain-text body of the refusal v.
-	DenyBody(v *Verdict) string
+	// Check decides one request and, when h is not nil, writes its rate-limit fields in
+	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
+	// help. It never fails: store errors go to the error hook and the fail mode decides.
+	Check(ctx context.Context, in Input, h HeaderSetter) Verdict
+	// DenyBody returns the plain-text body of a refusal whose Verdict carried err.
+	DenyBody(err error) string
 	// Extension returns the adapter's setting stored under key by Option, or nil.
 	Extension(key any) any
 	// NeedsRequest reports whether Check reads Input.Request (key, skip or cost functions,

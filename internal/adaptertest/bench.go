@@ -116,3 +116,24 @@ type benchWriter struct {
 func (w *benchWriter) Header() http.Header         { return w.h }
 func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *benchWriter) WriteHeader(code int)        { w.code = code }
+
+// ExpectNoExtraAllocs fails t if a limited route of BenchApps allocates more per request
+// than the bare route plus framework, the allocations the framework itself makes for any
+// middleware: the limit's admitted path allocates nothing. build is Bench's.
+func ExpectNoExtraAllocs(t *testing.T, framework float64, build func(App) func() int) {
+	apps := BenchApps()
+	allocs := func(app App) float64 {
+		send := build(app)
+		return testing.AllocsPerRun(200, func() {
+			if code := send(); code != 200 {
+				t.Fatalf("status %d, want 200", code)
+			}
+		})
+	}
+	bare := allocs(apps[0].App)
+	for _, c := range apps[1:] {
+		if n := allocs(c.App); n > bare+framework {
+			t.Errorf("%s: %v allocations per request, the bare route %v (+%v for any middleware)", c.Name, n, bare, framework)
+		}
+	}
+}

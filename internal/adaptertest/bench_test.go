@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkCoreCheck is the floor under every adapter's limited route: core's own work for
-// one admitted request (Check, then SetHeaders), with the same limit and client as Bench.
+// one admitted request (Check, which sets the fields too), with the same limit and client as Bench.
 // HeaderMap is what the net/http, Gin and Echo adapters pass.
 func BenchmarkCoreCheck(b *testing.B) {
 	for _, c := range []struct {
@@ -24,8 +24,7 @@ func BenchmarkCoreCheck(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				v := l.Check(ctx, in)
-				l.SetHeaders(h, &v)
+				v := l.Check(ctx, in, h)
 				if !v.Allowed {
 					b.Fatal("refused")
 				}

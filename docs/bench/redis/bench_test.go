@@ -166,7 +166,7 @@ func BenchmarkHotKeyAdmitted(b *testing.B) {
 	b.Run("redis_rate", func(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerSecond(1000000000)
-		run(b, func(ctx context.Context, _ *rand.Rand) error { return rrAdmitted(l.Allowed(ctx, "hot", lim)) })
+		run(b, func(ctx context.Context, _ *rand.Rand) error { return rrAdmitted(l.Allow(ctx, "hot", lim)) })
 	})
 }
 
@@ -189,7 +189,7 @@ func BenchmarkManyKeys(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerMinute(100)
 		run(b, func(ctx context.Context, rng *rand.Rand) error {
-			_, err := l.Allowed(ctx, names[rng.IntN(keys)], lim)
+			_, err := l.Allow(ctx, names[rng.IntN(keys)], lim)
 			return err
 		})
 	})
@@ -210,7 +210,7 @@ func BenchmarkRefusedKey(b *testing.B) {
 	b.Run("redis_rate", func(b *testing.B) {
 		l := redis_rate.NewLimiter(client)
 		lim := redis_rate.PerHour(1)
-		run(b, func(ctx context.Context, _ *rand.Rand) error { _, err := l.Allowed(ctx, "spent", lim); return err })
+		run(b, func(ctx context.Context, _ *rand.Rand) error { _, err := l.Allow(ctx, "spent", lim); return err })
 	})
 }
 

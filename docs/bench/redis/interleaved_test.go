@@ -24,8 +24,9 @@ const phase = 50 * time.Millisecond
 
 // interleave runs the two libraries in turn, phase by phase, each with n goroutines, so
 // that a change in the machine's load (other jobs, the VM's neighbours) falls on both
-// alike: separate runs moved the ratio by ±30% here. Each b.Loop iteration is one phase
-// of each. It reports both libraries' decisions per second and p99, and their ratio.
+// alike, where the ratio of two separate runs moves with the load. Each b.Loop iteration
+// is one phase of each. It reports both libraries' decisions per second and p99, and their
+// ratio.
 func interleave(b *testing.B, n int, ours, theirs decider) {
 	client.FlushDB(context.Background())
 	var lat [2][]time.Duration
@@ -90,10 +91,10 @@ func BenchmarkInterleaved(b *testing.B) {
 	store := redisstore.New(client, redisstore.WithTimeout(time.Second))
 	noCache := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false))
 	// unshared keeps a flight per goroutine, so no two decisions share a round trip: the
-	// store as it was before its queue, to show what the queue is worth.
+	// store without its queue's sharing, to show what the sharing is worth.
 	unshared := redisstore.New(client, redisstore.WithTimeout(time.Second), redisstore.WithDenyCache(false), redisstore.WithFlights(goroutines))
 	rrHot := func(ctx context.Context, _ *rand.Rand) error {
-		_, err := rr.Allowed(ctx, "hot", redis_rate.PerSecond(1000000000))
+		_, err := rr.Allow(ctx, "hot", redis_rate.PerSecond(1000000000))
 		return err
 	}
 	// The hot rows are meant to measure admissions, which cost the server a write, so they
@@ -129,7 +130,7 @@ func BenchmarkInterleaved(b *testing.B) {
 	// One goroutine: no queue forms, so this shows what the queue costs a lone decision.
 	hotRun("hot-exact100-1goroutine", 1, hot(noCache, "100/100us"))
 	hotRun("hot-exact100-unshared", goroutines, hot(unshared, "100/100us"))
-	// Two rates on one route, as "500 per 2s and 2000 per 10s": the generic script.
+	// Two rates on one route, as "500 per 2s and 2000 per 10s": boundedn.lua and exactn.lua.
 	hotRun("hot-two-bounded", goroutines, hot(store, "500000000/2s,2000000000/10s"))
 	hotRun("hot-two-exact", goroutines, hot(noCache, "100/100us,200/1ms"))
 	b.Run("many-keys", func(b *testing.B) {
@@ -137,7 +138,7 @@ func BenchmarkInterleaved(b *testing.B) {
 			_, err := store.Decide(ctx, core.Query{Policy: many, Key: names[rng.IntN(keys)]})
 			return err
 		}, func(ctx context.Context, rng *rand.Rand) error {
-			_, err := rr.Allowed(ctx, names[rng.IntN(keys)], redis_rate.PerMinute(100))
+			_, err := rr.Allow(ctx, names[rng.IntN(keys)], redis_rate.PerMinute(100))
 			return err
 		})
 	})
@@ -147,7 +148,7 @@ func BenchmarkInterleaved(b *testing.B) {
 			_, err := store.Decide(ctx, spent)
 			return err
 		}, func(ctx context.Context, _ *rand.Rand) error {
-			_, err := rr.Allowed(ctx, "spent", redis_rate.PerHour(1))
+			_, err := rr.Allow(ctx, "spent", redis_rate.PerHour(1))
 			return err
 		})
 	})

@@ -41,14 +41,14 @@ func main() {
 	}
 }
 
-// The cases match the benchmarks in bench_test.go. Under callgrind the server runs about 50
+// The cases match the benchmarks in bench_test.go. Under callgrind the server runs many
 // times slower, so the hot exact limits use a 10ms window (rather than 1ms) to stay admitted
 // with a full ring.
 var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	"hot100":  reqlimitHot("100/10ms"),
 	"hot256":  reqlimitHot("256/10ms"),
 	"bounded": reqlimitHot("1000000000/1s"),
-	// Several rates per route, hot (the generic script): two exact, two bounded.
+	// Several rates per route, hot (exactn.lua, boundedn.lua): two exact, two bounded.
 	"multi-exact":   reqlimitHot("100/10ms,200/50ms"),
 	"multi-bounded": reqlimitHot("1000/100ms,5000/1s"),
 	"fresh": func(c *redis.Client) func(context.Context, int) error {
