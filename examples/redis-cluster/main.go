@@ -23,9 +23,9 @@ import (
 
 // newRouter builds the app on a store shared through rdb. A Redis outage must not become an
 // outage of the app: each instance then enforces the limits on its own (FailLocal) until
-// the cluster answers again.
-func newRouter(rdb redis.UniversalClient) *gin.Engine {
-	store := redisstore.New(rdb)
+// the cluster answers again. opts configure the store (its default deadline is 100 ms).
+func newRouter(rdb redis.UniversalClient, opts ...redisstore.Option) *gin.Engine {
+	store := redisstore.New(rdb, opts...)
 	shared := []core.Option{core.WithStore(store), core.WithFailMode(core.FailLocal)}
 	with := func(opts ...core.Option) []core.Option { return append(append([]core.Option(nil), shared...), opts...) }
 

@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
@@ -18,7 +20,9 @@ func TestInstancesShareTheLimit(t *testing.T) {
 	for range 2 {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { rdb.Close() })
-		apps = append(apps, newRouter(rdb))
+		// A deadline a loaded machine cannot miss: past it, FailLocal would decide alone,
+		// and this test is about the instances sharing the cluster's answer.
+		apps = append(apps, newRouter(rdb, redisstore.WithTimeout(10*time.Second)))
 	}
 	get := func(app http.Handler, path string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", path, nil)

@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -122,13 +123,19 @@ func (w *benchWriter) WriteHeader(code int)        { w.code = code }
 // middleware: the limit's admitted path allocates nothing. build is Bench's.
 func ExpectNoExtraAllocs(t *testing.T, framework float64, build func(App) func() int) {
 	apps := BenchApps()
+	// AllocsPerRun counts every goroutine's allocations, so work left running by earlier
+	// tests can only add to a count: the least of a few is the route's own.
 	allocs := func(app App) float64 {
 		send := build(app)
-		return testing.AllocsPerRun(200, func() {
-			if code := send(); code != 200 {
-				t.Fatalf("status %d, want 200", code)
-			}
-		})
+		least := math.Inf(1)
+		for range 5 {
+			least = min(least, testing.AllocsPerRun(200, func() {
+				if code := send(); code != 200 {
+					t.Fatalf("status %d, want 200", code)
+				}
+			}))
+		}
+		return least
 	}
 	bare := allocs(apps[0].App)
 	for _, c := range apps[1:] {
