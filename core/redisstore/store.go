@@ -11,7 +11,6 @@ package redisstore
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -34,22 +33,8 @@ const DefaultPrefix = "reqlimit:"
 // fail-open, fail-closed or local-fallback policy decide.
 const DefaultTimeout = 100 * time.Millisecond
 
-//go:embed decide.lua
-var decideSrc string
-
-//go:embed exact1.lua
-var exact1Src string
-
-//go:embed bounded1.lua
-var bounded1Src string
-
-//go:embed exactn.lua
-var exactNSrc string
-
-//go:embed boundedn.lua
-var boundedNSrc string
-
-// The scripts are shared by every Store: their SHA-1s are computed once, in Go.
+// The scripts are shared by every Store: assembled once from their templates and
+// fragments (see scripts.go), their SHA-1s computed once, in Go.
 // exact1Script serves the policies of one exact rate, exactNScript those of several exact
 // rates, bounded1Script those of one bounded rate, boundedNScript those of several bounded
 // rates, decideScript those that mix the two.
