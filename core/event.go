@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // An Outcome is what happened to one request.
 type Outcome uint8
 
@@ -27,9 +29,14 @@ type Event struct {
 	Outcome Outcome
 	// Scope is the route, the WithScope name, or "" for an unknown route; Key the client.
 	Scope, Key string
-	Decision   Decision
+	// Policy is the limit's policy; its String is a bounded label, unlike Key.
+	Policy   *Policy
+	Decision Decision
 	// Err is the store's error when Outcome is Errored.
 	Err error
 	// DryRun reports that a refusal was not enforced.
 	DryRun bool
+	// StoreTime is how long the store took to decide (or to fail), for stores other
+	// than the MemoryStore, whose decisions are not timed; zero otherwise.
+	StoreTime time.Duration
 }

@@ -27,7 +27,7 @@ type limiter struct {
 	// ident tells this limit's buckets apart from those of another registered limit with
 	// the same policy (see identify): "" for the first such limit and under WithScope.
 	ident  string
-	scopes scopeCache
+	scopes *scopeCache // made with ident, so the common limit stays small
 
 	policyField string    // RateLimit-Policy, fixed for the limiter's life
 	policyValue [1]string // the same, as the one-element value a HeaderMap holds
@@ -75,7 +75,9 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 		return nil, site.wrap(err)
 	}
 	if l.cfg.scope == "" {
-		l.ident = identify(l.policy.text, site.stack)
+		if l.ident = identify(l.policy.text, site.stack); l.ident != "" {
+			l.scopes = new(scopeCache)
+		}
 	}
 	return l, nil
 }
@@ -157,8 +159,15 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 	// The decision is written straight into the verdict: copying it out of each frame on
 	// the way was a measurable part of a request's cost.
 	var err error
+	var took time.Duration
 	if l.mem != nil {
 		err = l.mem.decide(&v.Decision, q, l.mem.now())
+	} else if c.observer != nil {
+		// Timed only for observers, and only for stores across a network: the clock
+		// readings would cost the memory store a large share of its decision.
+		start := time.Now()
+		v.Decision, err = l.store.Decide(ctx, q)
+		took = time.Since(start)
 	} else {
 		v.Decision, err = l.store.Decide(ctx, q)
 	}
@@ -167,7 +176,7 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 		return
 	}
 	if err != nil {
-		*v = l.failed(ctx, q, in.Route, err)
+		*v = l.failed(ctx, q, in.Route, err, took)
 		return
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
@@ -176,18 +185,19 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 		if !v.Decision.Allowed {
 			o = Refused
 		}
-		l.observe(o, q, in.Route, *v)
+		l.observe(o, q, in.Route, *v, took)
 	}
 }
 
 // observe tells the observer, if any, of a decision.
-func (l *limiter) observe(o Outcome, q Query, route string, v verdict) {
+func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time.Duration) {
 	if l.cfg.observer != nil {
 		scope := l.cfg.scope
 		if scope == "" {
 			scope = route
 		}
-		l.cfg.observer(Event{Outcome: o, Scope: scope, Key: q.Key, Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun})
+		l.cfg.observer(Event{Outcome: o, Scope: scope, Key: q.Key, Policy: l.policy, Decision: v.Decision,
+			Err: v.Err, DryRun: l.cfg.dryRun, StoreTime: took})
 	}
 }
 
@@ -265,7 +275,7 @@ func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err erro
 	r := q.Policy.rates[0]
 	v := verdict{Allowed: l.cfg.dryRun, Status: http.StatusRequestEntityTooLarge, Err: err,
 		Decision: Decision{Rate: r}}
-	l.observe(Errored, q, route, v)
+	l.observe(Errored, q, route, v, 0)
 	return v
 }
 
@@ -279,7 +289,7 @@ func (l *limiter) report(ctx context.Context, err error) {
 }
 
 // failed applies the fail mode to a store error.
-func (l *limiter) failed(ctx context.Context, q Query, route string, err error) verdict {
+func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
 	err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
 	l.report(ctx, err)
@@ -293,7 +303,7 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error) 
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
 		}
 	}
-	l.observe(Errored, q, route, v)
+	l.observe(Errored, q, route, v, took)
 	return v
 }
 

@@ -96,3 +96,51 @@ func TestCostAboveLimitIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// slowStore decides like a MemoryStore after a pause, as a store across a network would.
+type slowStore struct {
+	core.Store
+	pause time.Duration
+	fail  bool
+}
+
+func (s slowStore) Decide(ctx context.Context, q core.Query) (core.Decision, error) {
+	time.Sleep(s.pause)
+	if s.fail {
+		return core.Decision{}, errors.New("i/o timeout")
+	}
+	return s.Store.Decide(ctx, q)
+}
+
+// An observer learns the limit's policy, a bounded label, and how long a store other than
+// the MemoryStore took, for latency metrics, on decisions and on store failures alike.
+func TestObserverSeesPolicyAndStoreTime(t *testing.T) {
+	const pause = 2 * time.Millisecond
+	in := adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}
+	for _, c := range []struct {
+		name  string
+		store core.Store
+		timed bool
+		want  core.Outcome
+	}{
+		{"memory", core.NewMemoryStore(nil), false, core.Admitted},
+		{"remote", slowStore{Store: core.NewMemoryStore(nil), pause: pause}, true, core.Admitted},
+		{"remote-down", slowStore{pause: pause, fail: true}, true, core.Errored},
+	} {
+		var seen []core.Event
+		l := adapter.Must(3, time.Minute, core.WithRate(10, time.Hour), core.WithStore(c.store),
+			core.WithObserver(func(e core.Event) { seen = append(seen, e) }), core.WithErrorHook(func(context.Context, error) {}))
+		l.Check(context.Background(), in, nil)
+		if len(seen) != 1 {
+			t.Fatalf("%s: %d events, want 1", c.name, len(seen))
+		}
+		e := seen[0]
+		if e.Outcome != c.want || e.Policy == nil || e.Policy.String() != "3/1m,10/1h" {
+			t.Errorf("%s: outcome %v, policy %v; want %v, 3/1m,10/1h", c.name, e.Outcome, e.Policy, c.want)
+		}
+		// A sleep lasts at least its length; only the lower bound is checked.
+		if c.timed && e.StoreTime < pause || !c.timed && e.StoreTime != 0 {
+			t.Errorf("%s: StoreTime %v, want %v", c.name, e.StoreTime, map[bool]string{true: ">= 2ms", false: "0"}[c.timed])
+		}
+	}
+}
