@@ -15,7 +15,9 @@ type Decision struct {
 	// RetryAfter is how long until a refused request of the same cost would be admitted
 	// if nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
-	// Reset is how long until Rate's quota is whole again.
+	// Reset is how long until Rate's quota next grows: until the oldest grant it still
+	// counts leaves its window. Until then at most Remaining more fit, which is what the
+	// RateLimit field's t reports. On a refusal of cost 1 it equals RetryAfter.
 	Reset time.Duration
 	// FullReset is how long until the key holds no grant in any of its windows.
 	FullReset time.Duration

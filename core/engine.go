@@ -146,8 +146,8 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 	used := usedInLog(log, w, N, now-T)
 	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
 	if used > 0 {
-		d.Reset = time.Duration(log[back(w, 1, N)] + T - now)
-		d.FullReset = d.Reset
+		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
+		d.FullReset = time.Duration(log[back(w, 1, N)] + T - now)
 	}
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
@@ -172,11 +172,12 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 	j := 0
 	for i, r := range p.rates {
 		T := int64(r.Period)
-		var used, retry, reset int64
+		var used, retry, reset, whole int64
 		if r.exact() {
 			used = int64(usedInLog(log, w, r.Count, now-T))
 			if used > 0 {
-				reset = log[back(w, 1, L)] + T - now
+				reset = log[back(w, int(used), L)] + T - now
+				whole = log[back(w, 1, L)] + T - now
 			}
 			if g := log[back(w, r.Count-cost+1, L)]; !allowed && g != never {
 				retry = max(0, g+T-now)
@@ -187,7 +188,8 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			used = b[bSum]
 			g := p.gran[i]
 			if used > 0 {
-				reset = (b[bNewest]+1)*g + T - now
+				reset = boundedRetry(b, g, T, now, 1)
+				whole = (b[bNewest]+1)*g + T - now
 			}
 			if !allowed {
 				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
@@ -207,7 +209,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			d.Rate, d.Remaining = r, rem
 			d.RetryAfter, d.Reset = time.Duration(retry), time.Duration(reset)
 		}
-		d.FullReset = max(d.FullReset, time.Duration(reset))
+		d.FullReset = max(d.FullReset, time.Duration(whole))
 	}
 }
 

@@ -12,9 +12,10 @@ import (
 // Retry-After in whole seconds, rounded up from the exact wait (at least 1), unless
 // waiting cannot help. A skipped request gets none.
 //
-// The IETF fields follow draft-ietf-httpapi-ratelimit-headers-10: RateLimit-Policy lists
+// The IETF fields follow draft-ietf-httpapi-ratelimit-headers-11: RateLimit-Policy lists
 // every rate as `"3/1m";q=3;w=60`, and RateLimit reports the tightest as
-// `"3/1m";r=REMAINING;t=SECONDS_UNTIL_ITS_QUOTA_IS_WHOLE`.
+// `"3/1m";r=REMAINING;t=SECONDS`, t being how long no more than r fit: Decision.Reset, until
+// the oldest grant the rate counts leaves its window. On a refusal it is Retry-After.
 //
 // v is a pointer because a verdict is about a hundred bytes, copied on every request
 // otherwise; setHeaders does not keep it.

@@ -50,4 +50,4 @@ local keep, longest = 0, 0
 
 local a = 0
 if allowed then a = 1 end
-return $REPLY(a, 0, rem, retry, reset, reset, wait)
+return $REPLY(a, 0, rem, retry, reset, whole, wait)

@@ -61,4 +61,4 @@ local wait = 0
 
 local a = 0
 if allowed then a = 1 end
-return $REPLY(a, 0, rem, retry, reset, reset, wait)
+return $REPLY(a, 0, rem, retry, reset, whole, wait)

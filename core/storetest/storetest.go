@@ -178,9 +178,13 @@ func admitsCountThenRefuses(t *testing.T, h Harness) {
 			if !d.Allowed || d.Remaining != 2-i || d.Rate != core.Per(3, w) || d.RetryAfter != 0 {
 				t.Fatalf("request %d: got %+v, want admitted with %d remaining of 3 per %v", i+1, d, 2-i, w)
 			}
-			// The newest grant is this one: the quota is whole one window from now.
-			if d.Reset < w-tl.tol() || d.Reset > w {
-				t.Fatalf("request %d: Reset %v, want %v", i+1, d.Reset, w)
+			// The newest grant is this one: the quota is whole one window from now; it
+			// next grows when the first grant leaves.
+			if d.FullReset < w-tl.tol() || d.FullReset > w {
+				t.Fatalf("request %d: FullReset %v, want %v", i+1, d.FullReset, w)
+			}
+			if lo, hi := tl.until(at[0], w, at[i]); d.Reset < lo || d.Reset > hi {
+				t.Fatalf("request %d: Reset %v, want the first grant's (at %v) end: in [%v, %v]", i+1, d.Reset, at[0], lo, hi)
 			}
 		}
 		d := ds[3]
@@ -188,8 +192,11 @@ func admitsCountThenRefuses(t *testing.T, h Harness) {
 		if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > w || d.RetryAfter < lo || d.RetryAfter > hi {
 			t.Fatalf("request 4 at %v: got %+v, want refused until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", at[3], d, at[0], w, lo, hi)
 		}
-		if lo, hi := tl.until(at[2], w, at[3]); d.Reset < lo || d.Reset > hi {
-			t.Fatalf("request 4: Reset %v, want the newest grant's (at %v) end: in [%v, %v]", d.Reset, at[2], lo, hi)
+		if d.Reset != d.RetryAfter {
+			t.Fatalf("request 4: Reset %v, want RetryAfter %v: the quota next grows when the first grant leaves", d.Reset, d.RetryAfter)
+		}
+		if lo, hi := tl.until(at[2], w, at[3]); d.FullReset < lo || d.FullReset > hi {
+			t.Fatalf("request 4: FullReset %v, want the newest grant's (at %v) end: in [%v, %v]", d.FullReset, at[2], lo, hi)
 		}
 		return true
 	})
@@ -209,8 +216,11 @@ func retryAfterFromGrants(t *testing.T, h Harness) {
 		if lo, hi := tl.until(first, w, at); d.Allowed || d.RetryAfter < lo || d.RetryAfter > hi {
 			t.Fatalf("third request at %v: got %+v, want refused until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", at, d, first, w, lo, hi)
 		}
-		if lo, hi := tl.until(second, w, at); d.Reset < lo || d.Reset > hi {
-			t.Fatalf("Reset %v, want the newest grant's (at %v) end: in [%v, %v]", d.Reset, second, lo, hi)
+		if d.Reset != d.RetryAfter {
+			t.Fatalf("Reset %v, want RetryAfter %v: the quota next grows when the first grant leaves", d.Reset, d.RetryAfter)
+		}
+		if lo, hi := tl.until(second, w, at); d.FullReset < lo || d.FullReset > hi {
+			t.Fatalf("FullReset %v, want the newest grant's (at %v) end: in [%v, %v]", d.FullReset, second, lo, hi)
 		}
 		// Waiting RetryAfter from the reply is waiting at least that from the decision.
 		tl.wait(d.RetryAfter + tl.tol())

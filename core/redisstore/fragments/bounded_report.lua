@@ -1,8 +1,25 @@
--- Report a bounded rate, as core.Policy.report: Reset when the newest bucket leaves the
--- window; on a refusal, RetryAfter when enough of the oldest buckets have left for cost
--- more to fit (bucket k leaves once now - T reaches its end).
-local reset, retry = 0, 0
-if sum > 0 then reset = (newest + 1) * g + T - now end
+-- Report a bounded rate, as core.Policy.report: Reset when the oldest bucket holding a
+-- grant leaves the window, whole when the newest does; on a refusal, RetryAfter when
+-- enough of the oldest buckets have left for cost more to fit (bucket k leaves once
+-- now - T reaches its end).
+local reset, retry, whole = 0, 0, 0
+if sum > 0 then
+  whole = (newest + 1) * g + T - now
+  reset = whole
+  for k = lo, newest do
+    local c = 0
+    if k == rk then
+      c = rc
+    elseif not cleared and k <= newest0 then
+      c = unpack('<i8', s, at + (k % NB) * 8)
+    end
+    if c > 0 then
+      reset = (k + 1) * g + T - now
+      if reset < 0 then reset = 0 end
+      break
+    end
+  end
+end
 local need = sum + cost - N
 if not allowed and need > 0 then -- a rate with room reports no wait, as in core
   retry = (newest + 1) * g + T - now

@@ -26,12 +26,19 @@ if out < 0 then out = 0 end
 -- The rate counts its last N grants at most (the ring holds the largest count's).
 local used = nAfter - out
 if used > N then used = N end
-local reset, retry = 0, 0
+-- reset: when the oldest grant the rate counts (the used-th most recent) leaves the window;
+-- whole: when the newest does.
+local reset, retry, whole = 0, 0, 0
 if used > 0 then
   if m > 0 then
-    reset = T -- the newest entry is now
+    whole = T -- the newest entry is now
   else
-    reset = unpack('<i7', s, HDR + 1 + ((w - 1) % L) * 7) + T - now
+    whole = unpack('<i7', s, HDR + 1 + ((w - 1) % L) * 7) + T - now
+  end
+  if used <= m then
+    reset = T
+  else
+    reset = unpack('<i7', s, HDR + 1 + ((w - (used - m)) % L) * 7) + T - now
   end
 end
 if not allowed then
