@@ -147,7 +147,7 @@ func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v v
 // check decides in into *v, which is zero.
 func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 	c := &l.cfg
-	if c.skip != nil && in.Request != nil && c.skip(in.Request) {
+	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Request) {
 		v.Allowed, v.Skipped = true, true
 		return
 	}

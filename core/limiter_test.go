@@ -144,3 +144,21 @@ func TestObserverSeesPolicyAndStoreTime(t *testing.T) {
 		}
 	}
 }
+
+// A bad allow-list entry fails registration naming the value and the fix; a mapped IPv4
+// prefix means its IPv4 form.
+func TestAllowListEntries(t *testing.T) {
+	_, err := adapter.New(1, time.Minute, core.WithAllowList("10.0.0.0/8", "10.0.0.300/8"))
+	if err == nil || !strings.Contains(err.Error(), `"10.0.0.300/8"`) || !strings.Contains(err.Error(), `"10.0.0.0/8"`) {
+		t.Fatalf("error %v, want it to name the bad entry and show a good one", err)
+	}
+	l := adapter.Must(1, time.Minute, core.WithAllowList("::ffff:10.0.0.0/104"))
+	for i := range 3 {
+		if v := l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "10.1.2.3:1"}, nil); !v.Allowed || !v.Skipped {
+			t.Fatalf("request %d from 10.1.2.3: %+v, want exempt", i+1, v)
+		}
+	}
+	if v := l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "11.0.0.1:1"}, nil); v.Skipped {
+		t.Fatalf("11.0.0.1 exempt: %+v", v)
+	}
+}

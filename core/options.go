@@ -27,6 +27,7 @@ type config struct {
 	observer        func(Event)
 	dryRun          bool
 	trusted         []netip.Prefix
+	allow           []netip.Prefix
 	forwardedHeader string
 	frameworkIP     bool
 	ipv6Bits        int

@@ -188,6 +188,27 @@ var Scenarios = []Scenario{
 		),
 	},
 	{
+		// Clients on the allow list are neither counted nor given fields, and the address
+		// is the one the key would use: a forged header cannot claim an exempt address,
+		// while a trusted proxy's word for its client counts.
+		Name: "allow-list-exempts-clients-by-address",
+		App: func(Traits, Adapter, *Probe) App {
+			return one("/a", perMinute(1, core.WithAllowList("192.0.2.0/24", "2001:db8::1"), core.WithTrustedProxies("10.0.0.0/8")))
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": "", "RateLimit-Policy": ""}},
+			ok("/a"), ok("/a"),
+			from("[2001:db8::1]:1", ok("/a")), from("[2001:db8::1]:1", ok("/a")),
+			from("198.51.100.1:1", ok("/a", xff, "192.0.2.7")),
+			from("198.51.100.1:1", refused("/a", xff, "192.0.2.7")),
+			from("198.51.100.1:1", refused("/a", "X-Real-IP", "192.0.2.7", "Forwarded", "for=192.0.2.7")),
+			from("[2001:db8::2]:1", ok("/a")), from("[2001:db8::2]:1", refused("/a")),
+			from("10.0.0.1:1", ok("/a", xff, "192.0.2.9")), from("10.0.0.1:1", ok("/a", xff, "192.0.2.9")),
+			from("10.0.0.1:1", ok("/a", xff, "192.0.2.9, 198.51.100.2")),
+			from("10.0.0.1:1", refused("/a", xff, "192.0.2.9, 198.51.100.2")),
+		),
+	},
+	{
 		Name: "dry-run",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			return one("/a", perMinute(1, core.WithDryRun(), p.Observer()))

@@ -1,0 +1,47 @@
+package core
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// WithAllowList exempts clients whose address is in one of prefixes ("10.0.0.0/8",
+// "::1/128", or a single address) from the limit: their requests are not counted and get
+// no rate-limit fields, as with WithSkip. The address is the one the limit keys by
+// default, read the same way (the peer, or what WithTrustedProxies or
+// WithClientIPFromFramework make of it), so a forged header cannot claim an exempt
+// address; a key function does not change it. A bad prefix fails the limit's registration.
+func WithAllowList(prefixes ...string) Option {
+	return func(c *config) error {
+		for _, s := range prefixes {
+			p, err := parsePrefix(s)
+			if err != nil {
+				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
+			}
+			if p.Addr().Is4In6() && p.Bits() >= 96 {
+				// ::ffff:10.0.0.0/104 means 10.0.0.0/8, as clients' addresses are unmapped.
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
+			c.allow = append(c.allow, p)
+		}
+		return nil
+	}
+}
+
+// exempt reports whether the request's client is on the allow list.
+func (l *limiter) exempt(peer string, r Request) bool {
+	addr, err := netip.ParseAddr(hostOf(peer))
+	if err != nil {
+		return false // no address (a unix socket, a garbled peer): limited, never exempt
+	}
+	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
+		addr = l.forwardedClient(addr, r)
+	}
+	addr = addr.Unmap().WithZone("")
+	for _, p := range l.cfg.allow {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
