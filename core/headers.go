@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,11 +41,13 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict) {
 		return
 	}
 	if style == HeadersStandard || style == HeadersBoth {
-		field := l.fields.rateLimit(l, d)
-		if m, ok := h.(hook.HeaderMap); ok {
+		field := l.fields.rateLimit(l, d, l.rateNames)
+		if m, ok := h.(hook.HeaderMap); ok && len(m[hook.HeaderRateLimitPolicy]) == 0 {
 			// Shared, immutable one-element slices: no allocation per response.
 			m[hook.HeaderRateLimitPolicy] = l.policyValue[:]
 			m[hook.HeaderRateLimit] = field[:]
+		} else if a, ok := h.(hook.HeaderAdder); ok {
+			l.addMembers(a, d, field[0])
 		} else {
 			h.Set(hook.HeaderRateLimitPolicy, l.policyField)
 			h.Set(hook.HeaderRateLimit, field[0])
@@ -55,6 +58,37 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict) {
 		h.Set(hook.HeaderRemaining, strconv.Itoa(d.Remaining))
 		h.Set(hook.HeaderReset, strconv.FormatInt(time.Now().Add(d.Reset).Add(time.Second-1).Unix(), 10))
 	}
+}
+
+// addMembers adds the limit's members to the RateLimit fields beside those of the limits
+// that ran before it on the request, so that a route limit does not hide an app-wide one
+// (a second line of a list field means a comma and more members). Names must differ
+// between members: if another limit took one of this limit's, it uses its other names.
+func (l *limiter) addMembers(h hook.HeaderAdder, d *Decision, field string) {
+	policy := l.policyField
+	lines := h.Values(hook.HeaderRateLimitPolicy)
+	if len(lines) == 0 {
+		h.Set(hook.HeaderRateLimitPolicy, policy)
+		h.Set(hook.HeaderRateLimit, field)
+		return
+	}
+	if taken(lines, l.rateNames) {
+		policy, field = l.altPolicyField, l.rateLimitField(d, l.altNames)
+	}
+	h.Add(hook.HeaderRateLimitPolicy, policy)
+	h.Add(hook.HeaderRateLimit, field)
+}
+
+// taken reports whether a member of the RateLimit-Policy lines is named one of names.
+func taken(lines, names []string) bool {
+	for _, line := range lines {
+		for _, n := range names {
+			if i := strings.Index(line, `"`+n+`";`); i >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fieldCache keeps RateLimit field values already formatted, one per (rate, remaining,
@@ -86,27 +120,27 @@ func newFieldCache(p *Policy) fieldCache {
 	return c
 }
 
-// rateLimit returns the RateLimit field for d, cached when it can be.
-func (c *fieldCache) rateLimit(l *limiter, d *Decision) *[1]string {
+// rateLimit returns the RateLimit field for d with the limit's names, cached when it can be.
+func (c *fieldCache) rateLimit(l *limiter, d *Decision, names []string) *[1]string {
 	i, secs := l.policy.indexOf(d.Rate), ceilSeconds(d.Reset)
 	if c.vals == nil || i < 0 || i >= len(c.secs) || secs < 0 || secs > int64(c.secs[i]) || d.Remaining < 0 || d.Remaining > d.Rate.Count {
-		return &[1]string{l.rateLimitField(d)}
+		return &[1]string{l.rateLimitField(d, names)}
 	}
 	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+int(secs)]
 	v := e.Load()
 	if v == nil {
-		v = &[1]string{l.rateLimitField(d)}
+		v = &[1]string{l.rateLimitField(d, names)}
 		e.Store(v) // racing stores write equal values: either may win
 	}
 	return v
 }
 
-// rateLimitField formats the RateLimit field with one allocation.
-func (l *limiter) rateLimitField(d *Decision) string {
+// rateLimitField formats the RateLimit field with names, with one allocation.
+func (l *limiter) rateLimitField(d *Decision, names []string) string {
 	var buf [96]byte
 	name := d.Rate.String() // a rate of another policy, from a store that mixes them up
 	if i := l.policy.indexOf(d.Rate); i >= 0 {
-		name = l.rateNames[i]
+		name = names[i]
 	}
 	b := append(buf[:0], '"')
 	b = append(b, name...)

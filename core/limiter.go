@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,12 @@ type limiter struct {
 	policyValue [1]string // the same, as the one-element value a HeaderMap holds
 	rateNames   []string
 	fields      fieldCache
+
+	// The names the limit's list members take when another limit on the same request
+	// has taken the plain ones: the rates suffixed with the limit's place among those
+	// registered with its policy ("3/1m#2"), the same in every process of a build.
+	altNames       []string
+	altPolicyField string
 
 	localOnce sync.Once
 	local     *MemoryStore // FailLocal's store, made on first failure
@@ -74,11 +81,11 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 		}
 		return nil, site.wrap(err)
 	}
-	if l.cfg.scope == "" {
-		if l.ident = identify(l.policy.text, site.stack); l.ident != "" {
-			l.scopes = new(scopeCache)
-		}
+	ident, nth := identify(l.policy.text, site.stack)
+	if l.cfg.scope == "" && ident != "" {
+		l.ident, l.scopes = ident, new(scopeCache)
 	}
+	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
 	return l, nil
 }
 
@@ -105,16 +112,24 @@ func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
 		l.store = theDefaultStore()
 	}
 	l.mem, _ = l.store.(*MemoryStore)
-	l.rateNames = make([]string, len(p.rates))
-	items := make([]string, len(p.rates))
-	for i, r := range p.rates {
-		l.rateNames[i] = r.String()
-		items[i] = policyItem(l.rateNames[i], r)
-	}
-	l.policyField = strings.Join(items, ", ")
+	l.rateNames, l.policyField = l.names("")
 	l.policyValue[0] = l.policyField
+	l.altNames, l.altPolicyField = l.rateNames, l.policyField
 	l.fields = newFieldCache(p)
 	return l, nil
+}
+
+// names names the limit's rates in its RateLimit and RateLimit-Policy list members, each
+// rate's text then suffix, and returns the RateLimit-Policy members they make.
+func (l *limiter) names(suffix string) (names []string, policyField string) {
+	p := l.policy
+	names = make([]string, len(p.rates))
+	items := make([]string, len(p.rates))
+	for i, r := range p.rates {
+		names[i] = r.String() + suffix
+		items[i] = policyItem(names[i], r)
+	}
+	return names, strings.Join(items, ", ")
 }
 
 // Policy returns the limiter's policy.

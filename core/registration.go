@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,10 +92,11 @@ func (s registrationSite) wrap(err error) error {
 	return fmt.Errorf("%w (limit registered %s)", err, s.where())
 }
 
-// registered remembers, per policy text, the site of the first limit registered with it.
+// registered remembers, per policy text, the sites of the limits registered with it, in
+// order.
 var registered struct {
 	sync.Mutex
-	first map[string]string
+	sites map[string][]string
 }
 
 // identify returns what sets a limit's buckets apart from those of other limits with the
@@ -105,22 +107,26 @@ var registered struct {
 // and a limit registered with that policy from another call stack is told apart by that
 // stack, which is the same in every process running the same build. The same site
 // registering again (a router rebuilt) gets the same buckets.
-func identify(policy string, stack []string) string {
+//
+// nth is the site's place among those registered with the policy, from 1, the same in
+// every process of a build too: it tells the limits' RateLimit list members apart.
+func identify(policy string, stack []string) (ident string, nth int) {
 	site := strings.Join(stack, "\n")
 	registered.Lock()
 	defer registered.Unlock()
-	if registered.first == nil {
-		registered.first = map[string]string{}
+	if registered.sites == nil {
+		registered.sites = map[string][]string{}
 	}
-	first, ok := registered.first[policy]
-	if !ok {
-		registered.first[policy] = site
-		return ""
+	sites := registered.sites[policy]
+	nth = slices.Index(sites, site) + 1
+	if nth == 0 {
+		registered.sites[policy] = append(sites, site)
+		nth = len(sites) + 1
 	}
-	if first == site {
-		return ""
+	if nth == 1 {
+		return "", 1
 	}
 	h := fnv.New64a()
 	h.Write([]byte(site))
-	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
+	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16), nth
 }

@@ -171,6 +171,22 @@ func (h header) Set(name, value string) {
 	}
 }
 
+// Values returns the field's lines, as transient strings: core only reads them at once.
+func (h header) Values(name string) []string {
+	rh := &h.c.Response().Header
+	if len(rh.Peek(name)) == 0 {
+		return nil // the common case, without PeekAll's allocation
+	}
+	var out []string
+	for _, v := range rh.PeekAll(name) {
+		out = append(out, utils.UnsafeString(v))
+	}
+	return out
+}
+
+// Add adds a line to the field, after those already set.
+func (h header) Add(name, value string) { h.c.Response().Header.Add(name, value) }
+
 // request is core.Request over *fiber.Ctx; one pointer, so boxing it allocates nothing.
 // Every string it returns is a copy: key functions and stores may keep them.
 type request struct{ c *fiber.Ctx }

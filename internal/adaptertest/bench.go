@@ -97,12 +97,15 @@ func benchInterleaved(b *testing.B, bare, limited func() int) {
 }
 
 // SendHTTP returns a Bench send function for a net/http handler: one request and one
-// response writer reused, so that only the handler's own work is measured.
+// response writer reused, so that only the handler's own work is measured. The writer's
+// header map is emptied before each request, as a new response's would be: limits add to
+// the RateLimit fields rather than replace them.
 func SendHTTP(h http.Handler) func() int {
 	r, _ := http.NewRequest("GET", "/user/1", nil)
 	r.RemoteAddr = DefaultRemote
 	w := &benchWriter{h: http.Header{}}
 	return func() int {
+		clear(w.h)
 		w.code = 200
 		h.ServeHTTP(w, r)
 		return w.code

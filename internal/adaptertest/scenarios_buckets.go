@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +64,27 @@ var bucketScenarios = []Scenario{
 			return App{Use: []Limit{perMinute(3)}, Routes: []Route{{Path: "/a", Limits: []Limit{perMinute(3)}}}}
 		},
 		Steps: fixed(ok("/a"), ok("/a"), ok("/a"), refused("/a")),
+	},
+	{
+		// Every limit on a request adds its own members to the RateLimit fields (draft
+		// -11), rather than the last one hiding the others; two limits with the same
+		// policy name their members apart.
+		Name: "stacked-limits-each-add-their-fields",
+		App: func(Traits, Adapter, *Probe) App {
+			return App{Use: []Limit{perMinute(10)}, Routes: []Route{
+				{Path: "/a", Limits: []Limit{perMinute(3)}},
+				{Path: "/b", Limits: []Limit{perMinute(10)}},
+			}}
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/a"}, Status: 200, Check: members(
+				[]string{`"10/1m";q=10;w=60`, `"3/1m";q=3;w=60`}, []string{`"10/1m";r=9;t=60`, `"3/1m";r=2;t=60`})},
+			ok("/a"), ok("/a"),
+			Step{Request: Request{Path: "/a"}, Status: 429, Check: members(
+				[]string{`"10/1m";q=10;w=60`, `"3/1m";q=3;w=60`}, []string{`"10/1m";r=6;t=60`, `"3/1m";r=0;t=60`})},
+			Step{Request: Request{Path: "/b"}, Status: 200, Check: members(
+				[]string{`"10/1m";q=10;w=60`, `"10/1m#*";q=10;w=60`}, []string{`"10/1m";r=*;t=60`, `"10/1m#*";r=*;t=60`})},
+		),
 	},
 	{
 		// Two limits that ask to share (the same scope and policy) still do.
@@ -160,6 +183,38 @@ func resetWithin(prefix string, period time.Duration) func(http.Header) error {
 		lo, hi := int64(period/time.Second), int64(period/time.Second)*101/100+1
 		if !ok || err != nil || t < lo || t > hi {
 			return fmt.Errorf("RateLimit %q, want %s followed by %d to %d", v, prefix, lo, hi)
+		}
+		return nil
+	}
+}
+
+// members returns a Step check that the RateLimit-Policy and RateLimit fields, all their
+// lines together, hold exactly the members given, in any order; "*" in a wanted member
+// matches any run of characters but '"', ';' and ','.
+func members(policy, rateLimit []string) func(http.Header) error {
+	return func(h http.Header) error {
+		for _, f := range []struct {
+			name string
+			want []string
+		}{{"RateLimit-Policy", policy}, {"RateLimit", rateLimit}} {
+			var got []string
+			for _, line := range h.Values(f.name) {
+				for _, m := range strings.Split(line, ",") {
+					got = append(got, strings.TrimSpace(m))
+				}
+			}
+			if len(got) != len(f.want) {
+				return fmt.Errorf("%s members %q, want %q", f.name, got, f.want)
+			}
+			left := slices.Clone(got)
+			for _, w := range f.want {
+				re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(w), `\*`, `[^";,]+`) + "$")
+				i := slices.IndexFunc(left, re.MatchString)
+				if i < 0 {
+					return fmt.Errorf("%s members %q: none is %q", f.name, got, w)
+				}
+				left = slices.Delete(left, i, i+1)
+			}
 		}
 		return nil
 	}

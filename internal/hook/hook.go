@@ -40,6 +40,15 @@ type HeaderSetter interface {
 	Set(name, value string)
 }
 
+// A HeaderAdder also reads a field's lines and adds one: the RateLimit fields are lists to
+// which every limit on a request adds its members. Through a HeaderSetter that is not a
+// HeaderAdder, only the last limit's members show.
+type HeaderAdder interface {
+	HeaderSetter
+	Values(name string) []string
+	Add(name, value string)
+}
+
 // HeaderMap is an http.Header as a HeaderSetter, for adapters whose framework writes
 // through net/http. Set stores the names as they are: core's are already canonical.
 // The limit gives a HeaderMap its RateLimit fields as one-element slices shared between
@@ -48,6 +57,16 @@ type HeaderMap map[string][]string
 
 // Set replaces the field's values with value.
 func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
+
+// Values returns the field's lines.
+func (h HeaderMap) Values(name string) []string { return h[name] }
+
+// Add adds a line to the field. The slice there may be shared between responses, so it is
+// copied, never appended to in place.
+func (h HeaderMap) Add(name, value string) {
+	old := h[name]
+	h[name] = append(old[:len(old):len(old)], value)
+}
 
 // Response field names, in the canonical form net/http uses (so setting them allocates no
 // canonicalized copy); HTTP field names are case-insensitive.
