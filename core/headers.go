@@ -20,7 +20,7 @@ import (
 //
 // v is a pointer because a verdict is about a hundred bytes, copied on every request
 // otherwise; setHeaders does not keep it.
-func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict) {
+func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 	if v.Skipped {
 		return
 	}
@@ -42,7 +42,9 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict) {
 	}
 	if style == HeadersStandard || style == HeadersBoth {
 		field := l.fields.rateLimit(l, d, l.rateNames)
-		if m, ok := h.(hook.HeaderMap); ok && len(m[hook.HeaderRateLimitPolicy]) == 0 {
+		if l.cfg.pkSecret != nil {
+			l.setPartitioned(h, d, key)
+		} else if m, ok := h.(hook.HeaderMap); ok && len(m[hook.HeaderRateLimitPolicy]) == 0 {
 			// Shared, immutable one-element slices: no allocation per response.
 			m[hook.HeaderRateLimitPolicy] = l.policyValue[:]
 			m[hook.HeaderRateLimit] = field[:]

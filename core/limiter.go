@@ -152,19 +152,19 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
 	// The verdict stays in this frame: handing its address to an adapter through the
 	// interface would move it to the heap on every request.
-	l.check(ctx, in, &v)
+	key := l.check(ctx, in, &v)
 	if h != nil {
-		l.setHeaders(h, &v)
+		l.setHeaders(h, &v, key)
 	}
 	return v
 }
 
-// check decides in into *v, which is zero.
-func (l *limiter) check(ctx context.Context, in input, v *verdict) {
+// check decides in into *v, which is zero, and returns the key it decided for.
+func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) {
 	c := &l.cfg
 	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Request) {
 		v.Allowed, v.Skipped = true, true
-		return
+		return ""
 	}
 	q := Query{Policy: l.policy, Scope: l.scope(in.Route), Mode: c.mode, Cost: 1}
 	q.Key = l.key(ctx, in)
@@ -188,11 +188,11 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 	}
 	if errors.Is(err, ErrCostTooHigh) {
 		*v = l.tooCostly(ctx, q, in.Route, err)
-		return
+		return q.Key
 	}
 	if err != nil {
 		*v = l.failed(ctx, q, in.Route, err, took)
-		return
+		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
 	if c.observer != nil {
@@ -202,6 +202,7 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) {
 		}
 		l.observe(o, q, in.Route, *v, took)
 	}
+	return q.Key
 }
 
 // observe tells the observer, if any, of a decision.

@@ -28,6 +28,7 @@ type config struct {
 	dryRun          bool
 	trusted         []netip.Prefix
 	allow           []netip.Prefix
+	pkSecret        []byte
 	forwardedHeader string
 	frameworkIP     bool
 	ipv6Bits        int

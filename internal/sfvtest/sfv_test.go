@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dunglas/httpsfv"
 
@@ -39,6 +40,8 @@ func TestFieldsParseAsStructuredFields(t *testing.T) {
 		{"stacked-same-policy", "3/1m", nil, "3/1m", 5},
 		{"stacked-other-policy", "3/1m", nil, "10/1h,3/1m", 5},
 		{"scoped", "2/1m", []core.Option{core.WithScope("login")}, "", 3},
+		{"partition-key", "2/1s,3/1m", []core.Option{core.WithPartitionKey(secret)}, "", 4},
+		{"partition-key-stacked", "3/1m", []core.Option{core.WithPartitionKey(secret)}, "3/1m", 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := append([]core.Option{core.WithStore(core.NewMemoryStore(nil))}, c.opts...)
@@ -120,6 +123,11 @@ func check(t *testing.T, i int, h http.Header, field string, params ...string) [
 			t.Fatalf("request %d: %s member %v is not named by a String", i+1, field, item.Value)
 		}
 		names = append(names, name)
+		if v, ok := item.Params.Get("pk"); ok {
+			if b, isBytes := v.([]byte); !isBytes || len(b) != 12 {
+				t.Fatalf("request %d: %s member %q: pk is %v (%T), want a 12-byte Byte Sequence", i+1, field, name, v, v)
+			}
+		}
 		for _, p := range params {
 			v, ok := item.Params.Get(p)
 			if _, isInt := v.(int64); !ok && !(field == "RateLimit-Policy" && p == "w") || ok && !isInt {
@@ -142,4 +150,36 @@ func anyT(h http.Header, secs int) bool {
 		}
 	}
 	return false
+}
+
+const secret = "0123456789abcdef-test-secret"
+
+// The partition key names the client's bucket without showing its key: the same client
+// gets the same pk from two instances sharing the secret, another client another pk, and
+// the address appears nowhere in the field.
+func TestPartitionKey(t *testing.T) {
+	pk := func(remote string) []byte {
+		mw := nethttp.Limit(5, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithPartitionKey(secret))
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/a", nil)
+		r.RemoteAddr = remote
+		mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(w, r)
+		if f := w.Header().Get("RateLimit-Policy"); strings.Contains(f, "192.0.2") || !strings.Contains(f, ";pk=:") {
+			t.Fatalf("RateLimit-Policy %q: want a pk, and no address", f)
+		}
+		list, err := httpsfv.UnmarshalList(w.Header().Values("RateLimit-Policy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := list[0].(httpsfv.Item).Params.Get("pk")
+		b, _ := v.([]byte)
+		return b
+	}
+	a1, a2, b := pk("192.0.2.1:1000"), pk("192.0.2.1:2000"), pk("192.0.2.2:1000")
+	if len(a1) != 12 || string(a1) != string(a2) || string(a1) == string(b) {
+		t.Fatalf("pk of one client %x and %x, of another %x: want equal, then different", a1, a2, b)
+	}
+	if _, err := nethttp.New("5/1m", core.WithPartitionKey("short")); err == nil || !strings.Contains(err.Error(), "16") {
+		t.Fatalf("a 5-byte secret: error %v, want one asking for 16 bytes", err)
+	}
 }

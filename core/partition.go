@@ -1,0 +1,58 @@
+package core
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
+)
+
+// WithPartitionKey adds the draft's partition key (pk) to each RateLimit-Policy member: a
+// byte sequence naming the client's bucket, so that a client can tell which quota it is
+// spending. It is the first 12 bytes of an HMAC-SHA256 of the key under secret, never the
+// key itself: an IP address hashed without a secret is found again by trying all of them.
+// Use the same secret in every instance, so that a client sees one pk. It costs a hash and
+// an allocation per response.
+func WithPartitionKey(secret string) Option {
+	return func(c *config) error {
+		if len(secret) < 16 {
+			return fmt.Errorf("WithPartitionKey: a secret of %d bytes; use at least 16 random bytes, the same in every instance", len(secret))
+		}
+		c.pkSecret = []byte(secret)
+		return nil
+	}
+}
+
+// partitionKey is key's pk value, as a Structured Field byte sequence.
+func (l *limiter) partitionKey(key string) string {
+	m := hmac.New(sha256.New, l.cfg.pkSecret)
+	m.Write([]byte(key))
+	return ":" + base64.StdEncoding.EncodeToString(m.Sum(nil)[:12]) + ":"
+}
+
+// setPartitioned sets the RateLimit fields with the partition key of key in each policy
+// member, adding to those of other limits on the request as addMembers does.
+func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
+	names, field := l.rateNames, ""
+	a, adds := h.(hook.HeaderAdder)
+	if adds && taken(a.Values(hook.HeaderRateLimitPolicy), names) {
+		names = l.altNames
+	}
+	pk := ";pk=" + l.partitionKey(key)
+	items := make([]string, len(l.policy.rates))
+	for i, r := range l.policy.rates {
+		items[i] = policyItem(names[i], r) + pk
+	}
+	field = l.rateLimitField(d, names)
+	policy := strings.Join(items, ", ")
+	if adds && len(a.Values(hook.HeaderRateLimitPolicy)) > 0 {
+		a.Add(hook.HeaderRateLimitPolicy, policy)
+		a.Add(hook.HeaderRateLimit, field)
+		return
+	}
+	h.Set(hook.HeaderRateLimitPolicy, policy)
+	h.Set(hook.HeaderRateLimit, field)
+}
