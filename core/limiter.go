@@ -86,6 +86,9 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 		l.ident, l.scopes = ident, new(scopeCache)
 	}
 	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
+	if l.cfg.quota != nil {
+		l.cfg.quota.l.Store(l) // a router rebuilt registers again: the latest limit wins
+	}
 	return l, nil
 }
 
@@ -105,6 +108,9 @@ func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if l.cfg.quota != nil && l.cfg.scope == "" {
+		return nil, errors.New("WithQuota needs WithScope(name): a quota reaches buckets by a name every instance shares")
 	}
 	l.policy = p
 	l.store = l.cfg.store

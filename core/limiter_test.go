@@ -162,3 +162,24 @@ func TestAllowListEntries(t *testing.T) {
 		t.Fatalf("11.0.0.1 exempt: %+v", v)
 	}
 }
+
+// A Quota needs its limit named (WithScope) and registered; a store that cannot reset says so.
+func TestQuotaNeedsANamedRegisteredLimit(t *testing.T) {
+	var q core.Quota
+	if _, err := q.Peek(context.Background(), "k"); !errors.Is(err, core.ErrNoLimit) {
+		t.Fatalf("Peek before registration: %v, want ErrNoLimit", err)
+	}
+	if err := q.Reset(context.Background(), "k"); !errors.Is(err, core.ErrNoLimit) {
+		t.Fatalf("Reset before registration: %v, want ErrNoLimit", err)
+	}
+	if _, err := adapter.New(3, time.Minute, core.WithQuota(&q)); err == nil || !strings.Contains(err.Error(), "WithScope") {
+		t.Fatalf("WithQuota without WithScope: %v, want an error naming WithScope", err)
+	}
+	adapter.Must(3, time.Minute, core.WithScope("s"), core.WithQuota(&q), core.WithStore(downStore{}))
+	if err := q.Reset(context.Background(), "k"); err == nil || !strings.Contains(err.Error(), "cannot reset") {
+		t.Fatalf("Reset on a store without Reset: %v", err)
+	}
+	if _, err := q.Peek(context.Background(), "k"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Peek on a failing store: %v, want its error", err)
+	}
+}

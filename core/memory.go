@@ -222,6 +222,28 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 	}
 }
 
+// Reset implements Resetter: it forgets the bucket's grants. It fails only for a nil policy.
+func (m *MemoryStore) Reset(_ context.Context, q Query) error {
+	p := q.Policy
+	if p == nil {
+		return errNilPolicy
+	}
+	t := m.table(p)
+	h := m.hash(t, q.Scope, q.Key)
+	e := t.shards[h>>(64-6)].find(h)
+	if e == nil {
+		return nil // never used, or swept: nothing to forget
+	}
+	s := unsafe.Slice(e, t.width)
+	mu := entryLock(s)
+	mu.Lock()
+	if atomic.LoadInt64(&s[0]) != sweptHash {
+		p.resetState(s[2:])
+	}
+	mu.Unlock()
+	return nil
+}
+
 // table returns the key table of p's text, remembered on p for the common case of one
 // store per policy.
 func (m *MemoryStore) table(p *Policy) *keyTable {

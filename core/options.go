@@ -29,6 +29,7 @@ type config struct {
 	trusted         []netip.Prefix
 	allow           []netip.Prefix
 	pkSecret        []byte
+	quota           *Quota
 	forwardedHeader string
 	frameworkIP     bool
 	ipv6Bits        int

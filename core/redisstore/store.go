@@ -248,6 +248,28 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	return d, nil
 }
 
+// Reset implements core.Resetter: it deletes the bucket's key, which holds every rate's
+// grants, in one command, so a decision on the key runs wholly before or after it. This
+// process forgets its cached refusal of the key too; another process's cached refusal lasts
+// until its wait ends (stricter, never looser).
+func (s *Store) Reset(ctx context.Context, q core.Query) error {
+	if q.Policy == nil {
+		return errNilPolicy
+	}
+	h := hashOf(q.Policy, q.Scope, q.Key)
+	key := s.keyName(h)
+	if s.deny != nil {
+		s.deny.drop(h)
+	}
+	if err := s.client.Del(ctx, key).Err(); err != nil {
+		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
+	}
+	if s.deny != nil {
+		s.deny.drop(h) // a refusal cached while the DEL was under way
+	}
+	return nil
+}
+
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.

@@ -47,6 +47,7 @@ var scenarios = []struct {
 	{"Peek", peek},
 	{"ConcurrentStrict", concurrentStrict},
 	{"Counter", counter},
+	{"Reset", reset},
 }
 
 // window is the first attempt's window (see retry).
@@ -592,4 +593,84 @@ func counter(t *testing.T, h Harness) {
 		}
 		return true
 	})
+}
+
+// reset: a store that is a core.Resetter forgets a bucket's grants in every rate, exact and
+// bounded, and only that bucket's; resetting a bucket never used is no error; resets racing
+// with decisions on the bucket leave it whole (each decision sees it before or after).
+func reset(t *testing.T, h Harness) {
+	r, ok := h.Store.(core.Resetter)
+	if !ok {
+		t.Skipf("%T is not a core.Resetter", h.Store)
+	}
+	ctx := context.Background()
+	for _, text := range []string{"2/1h", "2/1h,300/1d", "2/1h,200000/1d"} {
+		p := core.MustParsePolicy(text)
+		q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+		other := core.Query{Policy: p, Scope: "login", Key: "bob"}
+		decide(t, h, q)
+		decide(t, h, q)
+		decide(t, h, other)
+		if d := decide(t, h, q); d.Allowed {
+			t.Fatalf("%s: third request admitted before the reset: %+v", text, d)
+		}
+		if err := r.Reset(ctx, q); err != nil {
+			t.Fatalf("%s: Reset: %v", text, err)
+		}
+		pq := q
+		pq.Mode = core.Peek
+		if d := decide(t, h, pq); !d.Allowed || d.Remaining != 2 {
+			t.Fatalf("%s: Peek after the reset: %+v, want admitted with 2 remaining", text, d)
+		}
+		if d := decide(t, h, q); !d.Allowed || d.Remaining != 1 {
+			t.Fatalf("%s: first request after the reset: %+v, want admitted with 1 remaining", text, d)
+		}
+		if d := decide(t, h, other); !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("%s: another key after the reset: %+v, want its own second grant, 0 remaining", text, d)
+		}
+		if err := r.Reset(ctx, core.Query{Policy: p, Scope: "login", Key: "never-seen"}); err != nil {
+			t.Fatalf("%s: Reset of a bucket never used: %v", text, err)
+		}
+	}
+	// Resets racing with decisions: nothing fails, and the bucket stays a bucket: after
+	// them, at most N more are admitted.
+	p := core.MustParsePolicy("3/1h,400/1d")
+	q := core.Query{Policy: p, Scope: "race", Key: "k"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				var err error
+				if g == 0 && i%5 == 0 {
+					err = r.Reset(ctx, q)
+				} else {
+					_, err = h.Store.Decide(ctx, q)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("during resets: %v", err)
+	}
+	if err := r.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for range 5 {
+		if decide(t, h, q).Allowed {
+			admitted++
+		}
+	}
+	if admitted != 3 {
+		t.Fatalf("after the racing resets and one more, %d of 5 admitted, want 3", admitted)
+	}
 }

@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -206,6 +207,22 @@ var Scenarios = []Scenario{
 			from("10.0.0.1:1", ok("/a", xff, "192.0.2.9")), from("10.0.0.1:1", ok("/a", xff, "192.0.2.9")),
 			from("10.0.0.1:1", ok("/a", xff, "192.0.2.9, 198.51.100.2")),
 			from("10.0.0.1:1", refused("/a", xff, "192.0.2.9, 198.51.100.2")),
+		),
+	},
+	{
+		// A Quota reaches the limit's buckets outside requests: Peek reports without
+		// spending, Reset forgets the client's grants.
+		Name: "quota-peeks-and-resets",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			return one("/login", perMinute(2, core.WithScope("login"), core.WithQuota(&p.Quota)))
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/login"}, Status: 200, Do: peek(2, 0)},
+			ok("/login"),
+			Step{Request: Request{Path: "/login"}, Status: 429, Do: peek(0, time.Minute)},
+			Step{Request: Request{Path: "/login"}, Status: 200, Header: map[string]string{"RateLimit": `"2/1m";r=1;t=60`},
+				Do: func(p *Probe) error { return p.Quota.Reset(context.Background(), "192.0.2.7") }},
+			from("198.51.100.1:1", ok("/login")),
 		),
 	},
 	{
@@ -429,5 +446,20 @@ func trustedProxySteps(inCore bool) func(Traits) []Step {
 			}
 		}
 		return steps
+	}
+}
+
+// peek returns a Step.Do that peeks at DefaultRemote's quota, expecting remaining and a
+// wait of at most wait (and more than none when wait is not 0).
+func peek(remaining int, wait time.Duration) func(*Probe) error {
+	return func(p *Probe) error {
+		d, err := p.Quota.Peek(context.Background(), "192.0.2.7")
+		if err != nil {
+			return err
+		}
+		if d.Remaining != remaining || d.RetryAfter > wait || (wait > 0) != (d.RetryAfter > 0) {
+			return fmt.Errorf("Peek: %+v, want %d remaining and a wait of at most %v", d, remaining, wait)
+		}
+		return nil
 	}
 }

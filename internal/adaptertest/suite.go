@@ -25,6 +25,9 @@ type Step struct {
 	Body string
 	// Check, when set, checks what Header cannot say exactly.
 	Check func(http.Header) error
+	// Do, when set, runs before the request is sent, with the scenario's probe; an
+	// error fails the step.
+	Do func(*Probe) error
 }
 
 // A Probe records what a scenario's hooks saw.
@@ -32,6 +35,8 @@ type Probe struct {
 	mu     sync.Mutex
 	Events []core.Event
 	Errors []error
+	// Quota is there for a scenario's limit to use (core.WithQuota) and its steps to call.
+	Quota core.Quota
 }
 
 // Observer returns a core.WithObserver option recording into p.
@@ -81,6 +86,11 @@ func Run(t *testing.T, a Adapter) {
 			app := withStore(sc.App(tr, a, p), core.WithStore(core.NewMemoryStore(nil)))
 			send := a.Serve(app)
 			for i, st := range sc.Steps(tr) {
+				if st.Do != nil {
+					if err := st.Do(p); err != nil {
+						t.Fatalf("step %d: %v", i+1, err)
+					}
+				}
 				checkStep(t, i+1, st, send(st.Request))
 			}
 			if sc.Check != nil {
