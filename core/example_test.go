@@ -97,3 +97,31 @@ func ExampleCounter() {
 	// 2
 	// 1
 }
+
+// A Quota resets a client's failed logins once it proves who it is, and reports what is
+// left without spending any.
+func ExampleQuota() {
+	login := new(core.Quota)
+	failed := nethttp.Limit(3, 15*time.Minute, core.WithScope("login"),
+		core.WithKey(core.KeyByHeader("X-User")), core.WithQuota(login))
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", failed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	try := func() int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/login", nil)
+		r.Header.Set("X-User", "alice")
+		mux.ServeHTTP(w, r)
+		return w.Code
+	}
+	fmt.Println(try(), try(), try(), try())
+	d, _ := login.Peek(context.Background(), "alice")
+	fmt.Println("left:", d.Remaining, "wait:", d.RetryAfter.Round(time.Minute))
+
+	_ = login.Reset(context.Background(), "alice") // say, after a password reset
+	d, _ = login.Peek(context.Background(), "alice")
+	fmt.Println("left:", d.Remaining, "then", try())
+	// Output:
+	// 200 200 200 429
+	// left: 0 wait: 15m0s
+	// left: 3 then 200
+}
