@@ -125,3 +125,22 @@ func ExampleQuota() {
 	// left: 0 wait: 15m0s
 	// left: 3 then 200
 }
+
+// Plans chosen per request: free clients 2 per minute (the limit's own policy), paid ones
+// 5, internal ones unlimited. A request naming no plan, or one not declared, is free.
+func ExampleWithTiers() {
+	plan := func(r core.Request) string { return r.Header("X-Plan") }
+	limit := nethttp.Limit(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)),
+		core.WithTiers(plan, map[string]string{"paid": "5/1m", "internal": core.Unlimited}))
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	send := func(tier string) string {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Plan", tier)
+		h.ServeHTTP(w, r)
+		return fmt.Sprint(w.Code, " ", w.Header().Get("RateLimit"))
+	}
+	fmt.Println(send(""), "|", send("paid"), "|", send("internal"), "|", send("nonsense"), "|", send(""))
+	// Output:
+	// 200 "2/1m";r=1;t=60 | 200 "5/1m";r=4;t=60 | 200  | 200 "2/1m";r=0;t=60 | 429 "2/1m";r=0;t=60
+}

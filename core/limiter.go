@@ -41,6 +41,8 @@ type limiter struct {
 	altNames       []string
 	altPolicyField string
 
+	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for Unlimited
+
 	localOnce sync.Once
 	local     *MemoryStore // FailLocal's store, made on first failure
 	lastLog   atomic.Int64
@@ -84,6 +86,11 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	ident, nth := identify(l.policy.text, site.stack)
 	if l.cfg.scope == "" && ident != "" {
 		l.ident, l.scopes = ident, new(scopeCache)
+		for _, t := range l.tiers {
+			if t != nil {
+				t.ident, t.scopes = l.ident, l.scopes
+			}
+		}
 	}
 	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
 	if l.cfg.quota != nil {
@@ -93,15 +100,25 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 }
 
 func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
-	l := &limiter{cfg: config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}}
+	cfg := config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o(&l.cfg); err != nil {
+		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
+	l, err := construct(rates, cfg)
+	if err == nil && cfg.tierPick != nil {
+		err = l.buildTiers()
+	}
+	return l, err
+}
+
+// construct makes a limiter of rates (and cfg's extra rates) with cfg.
+func construct(rates []Rate, cfg config) (*limiter, error) {
+	l := &limiter{cfg: cfg}
 	p, err := NewPolicy(append(append([]Rate(nil), rates...), l.cfg.extraRates...)...)
 	if err == nil && !l.cfg.shortPeriods {
 		err = p.checkFloor()
@@ -147,7 +164,7 @@ func (l *limiter) Extension(key any) any { return l.cfg.extensions[key] }
 // NeedsRequest reports whether Check will read its input's Request.
 func (l *limiter) NeedsRequest() bool {
 	c := &l.cfg
-	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0
+	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0 || c.tierPick != nil
 }
 
 // FrameworkIP reports whether WithClientIPFromFramework was given.
@@ -158,9 +175,17 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
 	// The verdict stays in this frame: handing its address to an adapter through the
 	// interface would move it to the heap on every request.
-	key := l.check(ctx, in, &v)
+	t := l
+	if l.tiers != nil {
+		var limited bool
+		if t, limited = l.tier(in.Request); !limited {
+			v.Allowed, v.Skipped = true, true
+			return v
+		}
+	}
+	key := t.check(ctx, in, &v)
 	if h != nil {
-		l.setHeaders(h, &v, key)
+		t.setHeaders(h, &v, key)
 	}
 	return v
 }

@@ -183,3 +183,24 @@ func TestQuotaNeedsANamedRegisteredLimit(t *testing.T) {
 		t.Fatalf("Peek on a failing store: %v, want its error", err)
 	}
 }
+
+// A bad tier fails registration naming the tier and the value.
+func TestTiersValidatedAtRegistration(t *testing.T) {
+	pick := func(core.Request) string { return "" }
+	for _, c := range []struct {
+		tiers map[string]string
+		want  []string
+	}{
+		{map[string]string{"paid": "1000/1h", "gold": "10/soon"}, []string{`tier "gold"`, `"soon"`}},
+		{map[string]string{"": "5/1m"}, []string{`tier named ""`}},
+		{map[string]string{"fast": "3/60ns"}, []string{`tier "fast"`, "WithShortPeriods"}},
+		{nil, []string{"at least one tier"}},
+	} {
+		_, err := adapter.New(1, time.Minute, core.WithTiers(pick, c.tiers))
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("tiers %v: error %v, want it to contain %q", c.tiers, err, w)
+			}
+		}
+	}
+}

@@ -30,6 +30,8 @@ type config struct {
 	allow           []netip.Prefix
 	pkSecret        []byte
 	quota           *Quota
+	tierPick        func(Request) string
+	tierPolicies    map[string]*Policy
 	forwardedHeader string
 	frameworkIP     bool
 	ipv6Bits        int

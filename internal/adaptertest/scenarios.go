@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,6 +225,35 @@ var Scenarios = []Scenario{
 				Do: func(p *Probe) error { return p.Quota.Reset(context.Background(), "192.0.2.7") }},
 			from("198.51.100.1:1", ok("/login")),
 		),
+	},
+	{
+		// The policy is chosen per request from tiers declared up front; a request with
+		// no tier, or an unknown one, gets the limit's own policy, never no limit.
+		Name: "tiers-pick-the-policy-per-request",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			plan := func(r core.Request) string { return r.Header("X-Plan") }
+			return one("/a", perMinute(1, p.Observer(), core.WithTiers(plan, map[string]string{"paid": "3/1m", "internal": core.Unlimited})))
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": `"1/1m";r=0;t=60`, "RateLimit-Policy": `"1/1m";q=1;w=60`}},
+			refused("/a"),
+			Step{Request: Request{Path: "/a", Header: H("X-Plan", "paid")}, Status: 200, Header: map[string]string{"RateLimit": `"3/1m";r=2;t=60`, "RateLimit-Policy": `"3/1m";q=3;w=60`}},
+			ok("/a", "X-Plan", "paid"), ok("/a", "X-Plan", "paid"),
+			Step{Request: Request{Path: "/a", Header: H("X-Plan", "paid")}, Status: 429, Header: map[string]string{"RateLimit": `"3/1m";r=0;t=60`, "Retry-After": "60"}},
+			Step{Request: Request{Path: "/a", Header: H("X-Plan", "internal")}, Status: 200, Header: map[string]string{"RateLimit": "", "RateLimit-Policy": ""}},
+			ok("/a", "X-Plan", "internal"), ok("/a", "X-Plan", "internal"),
+			refused("/a", "X-Plan", "bogus"),
+		),
+		Check: func(t *testing.T, _ Traits, p *Probe) {
+			var got []string
+			for _, e := range p.Events {
+				got = append(got, e.Policy.String()+" "+e.Outcome.String())
+			}
+			want := []string{"1/1m admitted", "1/1m refused", "3/1m admitted", "3/1m admitted", "3/1m admitted", "3/1m refused", "1/1m refused"}
+			if strings.Join(got, ", ") != strings.Join(want, ", ") {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		},
 	},
 	{
 		Name: "dry-run",
