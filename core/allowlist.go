@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // WithAllowList exempts clients whose address is in one of prefixes ("10.0.0.0/8",
@@ -30,7 +32,7 @@ func WithAllowList(prefixes ...string) Option {
 
 // exempt reports whether the request's client is on the allow list.
 func (l *limiter) exempt(peer string, r Request) bool {
-	addr, err := netip.ParseAddr(hostOf(peer))
+	addr, err := netip.ParseAddr(hook.HostOf(peer))
 	if err != nil {
 		return false // no address (a unix socket, a garbled peer): limited, never exempt
 	}

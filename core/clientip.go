@@ -3,6 +3,8 @@ package core
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // unknownClient is the key of requests whose peer address cannot be parsed (empty, a unix
@@ -19,7 +21,7 @@ func (l *limiter) clientKey(peer string, r Request) string {
 			return host // the common case, decided in one pass without parsing into netip
 		}
 	}
-	host := hostOf(peer)
+	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
 		if host == "" {
@@ -47,26 +49,9 @@ func (l *limiter) formatAddr(addr netip.Addr) string {
 	return addr.String()
 }
 
-// hostOf strips the port and brackets from a "host:port" address; a bare host (with or
-// without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
-// Unlike net.SplitHostPort it never allocates: frameworks hand over bare hosts on every
-// request, and an error value each time would cost an allocation per request.
-func hostOf(s string) string {
-	if strings.HasPrefix(s, "[") {
-		if end := strings.IndexByte(s, ']'); end > 0 {
-			return s[1:end]
-		}
-		return s[1:]
-	}
-	if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
-		return s[:i] // exactly one colon: host:port
-	}
-	return s // no colon (a bare IPv4 or name), or several (a bare IPv6)
-}
-
-// canonicalIPv4Host returns hostOf(s) and true when that host is dotted-quad IPv4 as netip
-// prints it: four decimal numbers 0-255 without leading zeros. Such text is already the
-// key. It reads s once; most peers are "a.b.c.d:port".
+// canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4
+// as netip prints it: four decimal numbers 0-255 without leading zeros. Such text is
+// already the key. It reads s once; most peers are "a.b.c.d:port".
 func canonicalIPv4Host(s string) (string, bool) {
 	parts, n, digits := 0, 0, 0
 	for i := 0; i < len(s); i++ {
@@ -133,7 +118,7 @@ func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 		if len(lines) == 0 {
 			return peer
 		}
-		if a, err := netip.ParseAddr(hostOf(strings.TrimSpace(lines[len(lines)-1]))); err == nil {
+		if a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(lines[len(lines)-1]))); err == nil {
 			return a
 		}
 		return peer
@@ -143,7 +128,7 @@ func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 func (l *limiter) walk(peer netip.Addr, list []string) netip.Addr {
 	client := peer
 	for i := len(list) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(hostOf(strings.TrimSpace(list[i])))
+		a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(list[i])))
 		if err != nil {
 			return client
 		}

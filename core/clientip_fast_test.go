@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // TestCanonicalIPv4HostMatchesParsing checks the one-pass fast path of ClientKey against
@@ -25,7 +27,7 @@ func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 		inputs = append(inputs, string(b))
 	}
 	for _, s := range inputs {
-		host := hostOf(s)
+		host := hook.HostOf(s)
 		a, err := netip.ParseAddr(host)
 		want := err == nil && a.Is4() && a.String() == host
 		got, ok := canonicalIPv4Host(s)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
@@ -69,7 +70,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			}
 		}
 		in := adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
-		v := l.Check(c.UserContext(), in, header{c})
+		v := l.Check(c.UserContext(), in, (*header)(&c.Response().Header))
 		if v.Allowed {
 			return c.Next()
 		}
@@ -82,11 +83,11 @@ func middleware(l adapter.Limiter) fiber.Handler {
 }
 
 // peerIP returns the connection's peer address as core reads it. TCP peers, nearly all,
-// go through ipString; other kinds (unix sockets, test pipes) as their String says.
+// go through adapter.IPString; other kinds (unix sockets, test pipes) as their String says.
 func peerIP(a net.Addr) string {
 	switch a := a.(type) {
 	case *net.TCPAddr:
-		return ipString(a.IP)
+		return adapter.IPString(a.IP)
 	case nil:
 		return ""
 	}
@@ -154,38 +155,40 @@ type denyKey struct{}
 // WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
-// header sets response fields; one pointer, so boxing it allocates nothing. fasthttp copies
+// header sets response fields; a pointer, so boxing it allocates nothing. fasthttp copies
 // the values, so they may be transient.
-type header struct{ c *fiber.Ctx }
+type header fasthttp.ResponseHeader
 
-func (h header) Set(name, value string) {
+func (h *header) Set(name, value string) {
+	rh := (*fasthttp.ResponseHeader)(h)
 	switch name {
 	case adapter.HeaderRateLimitPolicy, adapter.HeaderRateLimit, adapter.HeaderRetryAfter,
 		adapter.HeaderLimit, adapter.HeaderRemaining, adapter.HeaderReset:
 		// core's names are already in fasthttp's normalized form (TestHeaderNamesNormalized),
 		// which is also what it sends when normalizing is off: skip normalizing and copying
 		// the name, the larger part of setting a field.
-		h.c.Response().Header.SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
+		rh.SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
 	default:
-		h.c.Set(name, value)
+		rh.Set(name, value)
 	}
 }
 
 // Values returns the field's lines, as transient strings: core only reads them at once.
-func (h header) Values(name string) []string {
-	rh := &h.c.Response().Header
-	if len(rh.Peek(name)) == 0 {
-		return nil // the common case, without PeekAll's allocation
-	}
+// Core asks on every request, nearly always of a field not set yet. Its names are stored
+// as they are (see Set), so the lines are found by comparing names as stored, without
+// the normalized copy of the name that Peek makes on every call.
+func (h *header) Values(name string) []string {
 	var out []string
-	for _, v := range rh.PeekAll(name) {
-		out = append(out, utils.UnsafeString(v))
+	for k, v := range (*fasthttp.ResponseHeader)(h).All() {
+		if string(k) == name {
+			out = append(out, utils.UnsafeString(v))
+		}
 	}
 	return out
 }
 
 // Add adds a line to the field, after those already set.
-func (h header) Add(name, value string) { h.c.Response().Header.Add(name, value) }
+func (h *header) Add(name, value string) { (*fasthttp.ResponseHeader)(h).Add(name, value) }
 
 // request is core.Request over *fiber.Ctx; one pointer, so boxing it allocates nothing.
 // Every string it returns is a copy: key functions and stores may keep them.

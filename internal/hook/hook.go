@@ -4,7 +4,10 @@
 // of reqlimit's, so that core can import it.
 package hook
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
@@ -96,3 +99,20 @@ var (
 	NewState    func(policy any) []int64
 	DecideState func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
 )
+
+// HostOf strips the port and brackets from a "host:port" address; a bare host (with or
+// without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
+// Unlike net.SplitHostPort it never allocates: frameworks hand over bare hosts on every
+// request, and an error value each time would cost an allocation per request.
+func HostOf(s string) string {
+	if strings.HasPrefix(s, "[") {
+		if end := strings.IndexByte(s, ']'); end > 0 {
+			return s[1:end]
+		}
+		return s[1:]
+	}
+	if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
+		return s[:i] // exactly one colon: host:port
+	}
+	return s // no colon (a bare IPv4 or name), or several (a bare IPv6)
+}

@@ -27,7 +27,8 @@ var recipeSections = []struct {
 }
 
 // recipeTests run the recipes against forged headers, each in its adapter's package.
-var recipeTests = []string{"ginlimit/recipes_test.go", "echolimit/recipes_test.go", "fiberlimit/recipes_test.go", "nethttp/recipes_test.go"}
+var recipeTests = []string{"ginlimit/recipes_test.go", "echolimit/recipes_test.go", "echolimit/v5/recipes_test.go",
+	"fiberlimit/recipes_test.go", "fiberlimit/v3/recipes_test.go", "nethttp/recipes_test.go"}
 
 type snippet struct {
 	where string // file:line of the opening fence
@@ -71,7 +72,7 @@ func recipeSnippets(t *testing.T, root string) (snippets []snippet, required map
 			t.Fatalf("%s: no %q section; update recipeSections if it moved", sec.file, sec.heading)
 		}
 		if sec.adapters {
-			required[sec.file] = []string{"ginlimit", "echolimit", "fiberlimit", "nethttp"}
+			required[sec.file] = []string{"ginlimit", "echolimit", "echolimit/v5", "fiberlimit", "fiberlimit/v3", "nethttp"}
 		}
 	}
 	return snippets, required
@@ -123,7 +124,7 @@ func TestProxyRecipesAreTested(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			shown[doc][filepath.Base(p)] = true
+			shown[doc][strings.TrimPrefix(p, "github.com/reqlimit/reqlimit/")] = true
 		}
 		homes := map[string]*testFile{}
 		for _, decl := range f.Decls {

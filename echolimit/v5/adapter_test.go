@@ -1,0 +1,83 @@
+package echolimit_test
+
+import (
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/reqlimit/reqlimit/core"
+	echolimit "github.com/reqlimit/reqlimit/echolimit/v5"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+)
+
+var ad = adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echolimit.Limit, NewFunc: echolimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}
+
+type adapter struct {
+	adaptertest.Constructors[echo.MiddlewareFunc]
+}
+
+// Limit's panics name the function by its path in the module, so the major version shows.
+func (adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "echolimit/v5", Pattern: func(p string) string { return p }, FrameworkTrust: true, ValueKey: "user", PreRouting: true}
+}
+
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return echolimit.WithDenyHandler(func(c *echo.Context, d core.Decision) error {
+		c.Response().Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		return c.String(status, body)
+	})
+}
+
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return adaptertest.ServeHTTP(a.handler(app))
+}
+
+func (a adapter) handler(app adaptertest.App) http.Handler {
+	e := echo.New()
+	if len(app.TrustProxies) > 0 {
+		// Echo's own mechanism: an IPExtractor trusting only these ranges (not the
+		// loopback, link-local and private ranges it trusts by default).
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, cidr := range app.TrustProxies {
+			_, n, err := net.ParseCIDR(cidr)
+			if err != nil {
+				panic(err)
+			}
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
+	if name := app.ValueFromHeader; name != "" {
+		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c *echo.Context) error {
+				if v := c.Request().Header.Get(name); v != "" {
+					c.Set("user", v)
+				}
+				return next(c)
+			}
+		})
+	}
+	var trust []core.Option
+	if len(app.TrustProxies) > 0 {
+		trust = append(trust, core.WithClientIPFromFramework())
+	}
+	e.Pre(a.MountAll(app.Pre, trust...)...)
+	e.Use(a.MountAll(app.Use, trust...)...)
+	for _, rt := range app.Routes {
+		e.GET(rt.Path, func(c *echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits, trust...)...)
+	}
+	return e
+}
+
+// Echo v5 applies middleware once, when the route is built, so a limit may add nothing.
+func TestLimitAddsNoAllocation(t *testing.T) {
+	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}

@@ -1,0 +1,40 @@
+// Command echo5 is an Echo v5 application with reqlimit's limits: GET /user/test 3 a
+// minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
+// X-API-Token.
+//
+//	go run ./examples/echo5 -addr 127.0.0.1:8080
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/reqlimit/reqlimit/core"
+	echolimit "github.com/reqlimit/reqlimit/echolimit/v5"
+)
+
+func newEcho() *echo.Echo {
+	e := echo.New()
+	// Not behind a proxy: Echo v5 takes the client IP from the connection unless an
+	// IPExtractor says otherwise. Behind one, set
+	// echo.ExtractIPFromXFFHeader(echo.TrustIPRange(...)) and give the limits
+	// core.WithClientIPFromFramework(); echolimit never follows echo.LegacyIPExtractor().
+	hello := func(c *echo.Context) error { return c.String(http.StatusOK, "hello\n") }
+	e.GET("/user/test", hello, echolimit.Limit(3, time.Minute))
+	e.GET("/search", hello, echolimit.Limit(5, time.Second, core.WithRate(20, time.Minute)))
+	// Each API token has its own quota; requests without one are counted per IP.
+	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))))
+	return e
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	flag.Parse()
+	srv := &http.Server{Addr: *addr, Handler: newEcho(), ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s", *addr)
+	log.Fatal(srv.ListenAndServe())
+}

@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/reqlimit/reqlimit/internal/exampletest"
+)
+
+func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newEcho())) }

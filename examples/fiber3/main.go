@@ -1,0 +1,39 @@
+// Command fiber3 is a Fiber v3 application with reqlimit's limits: GET /user/test 3 a
+// minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
+// X-API-Token.
+//
+//	go run ./examples/fiber3 -addr 127.0.0.1:8080
+package main
+
+import (
+	"flag"
+	"log"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/fiberlimit/v3"
+)
+
+func newApp() *fiber.App {
+	// Not behind a proxy: no TrustProxy, so fiberlimit uses the connection's peer. Behind
+	// one, set TrustProxy, TrustProxyConfig.Proxies and ProxyHeader (X-Forwarded-For or
+	// X-Real-IP), or use core.WithTrustedProxies; see the fiberlimit/v3 package doc.
+	app := fiber.New()
+	hello := func(c fiber.Ctx) error { return c.SendString("hello\n") }
+	// Limits go on each route: under app.Use, which runs before routing, Fiber cannot
+	// tell routes apart.
+	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), hello)
+	app.Get("/search", fiberlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
+	// Each API token has its own quota; requests without one are counted per IP.
+	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	return app
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	flag.Parse()
+	log.Printf("listening on http://%s", *addr)
+	log.Fatal(newApp().Listen(*addr, fiber.ListenConfig{DisableStartupMessage: true}))
+}

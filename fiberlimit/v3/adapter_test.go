@@ -1,0 +1,159 @@
+package fiberlimit_test
+
+import (
+	"cmp"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/valyala/fasthttp"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/fiberlimit/v3"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+)
+
+var ad = adapter{Constructors: adaptertest.Constructors[fiber.Handler]{LimitFunc: fiberlimit.Limit, NewFunc: fiberlimit.New}}
+
+func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
+
+// The suite again with proxies that set X-Real-IP, a header holding one address.
+func TestConformanceRealIP(t *testing.T) {
+	a := ad
+	a.header = "X-Real-Ip"
+	adaptertest.Run(t, a)
+}
+
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+}
+
+type adapter struct {
+	adaptertest.Constructors[fiber.Handler]
+	header string // the trusted proxies' ProxyHeader; "" for X-Forwarded-For
+}
+
+// Traits: app.Use runs before routing, so it is both Pre and Use and shares one bucket
+// per client.
+func (a adapter) Traits() adaptertest.Traits {
+	return adaptertest.Traits{Name: "fiberlimit/v3", Pattern: func(p string) string { return p },
+		FrameworkTrust: true, TrustHeader: a.header, UseSharesBucket: true, ValueKey: "user", PreRouting: true}
+}
+
+func (adapter) WithDenyHandler(status int, body string) core.Option {
+	return fiberlimit.WithDenyHandler(func(c fiber.Ctx, d core.Decision) error {
+		c.Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		return c.Status(status).SendString(body)
+	})
+}
+
+func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
+	return serve(a.app(app))
+}
+
+func (a adapter) app(app adaptertest.App) *fiber.App {
+	var cfg fiber.Config
+	if len(app.TrustProxies) > 0 {
+		// Fiber's own mechanism: believe ProxyHeader only from TrustProxyConfig's proxies.
+		cfg = fiber.Config{TrustProxy: true, TrustProxyConfig: fiber.TrustProxyConfig{Proxies: app.TrustProxies},
+			ProxyHeader: cmp.Or(a.header, fiber.HeaderXForwardedFor)}
+	}
+	f := fiber.New(cfg)
+	if name := app.ValueFromHeader; name != "" {
+		f.Use(func(c fiber.Ctx) error {
+			if v := c.Get(name); v != "" {
+				c.Locals("user", strings.Clone(v))
+			}
+			return c.Next()
+		})
+	}
+	for _, m := range append(a.MountAll(app.Pre), a.MountAll(app.Use)...) {
+		f.Use(m) // Fiber's app.Use is both: it runs before routing
+	}
+	for _, rt := range app.Routes {
+		var chain []any
+		for _, m := range a.MountAll(rt.Limits) {
+			chain = append(chain, m)
+		}
+		chain = append(chain, ok)
+		f.Get(rt.Path, chain[0], chain[1:]...)
+	}
+	return f
+}
+
+func ok(c fiber.Ctx) error { return c.SendString("ok") }
+
+// serve drives app in-process through one fasthttp.RequestCtx reused for every request,
+// as a keep-alive connection would: its buffers are overwritten by each request, so any
+// string kept from an earlier one would show.
+func serve(app *fiber.App) func(adaptertest.Request) adaptertest.Response {
+	h := app.Handler()
+	var ctx fasthttp.RequestCtx
+	var req fasthttp.Request
+	return func(r adaptertest.Request) adaptertest.Response {
+		req.Reset()
+		req.Header.SetMethod("GET")
+		req.SetRequestURI(r.Path)
+		for i := 0; i+1 < len(r.Header); i += 2 {
+			req.Header.Add(r.Header[i], r.Header[i+1])
+		}
+		ctx.Init(&req, addr(r.RemoteAddr()), nil)
+		// Init keeps the last response and user values; a server reusing ctx resets them.
+		ctx.Response.Reset()
+		ctx.ResetUserValues()
+		h(&ctx)
+		resp := adaptertest.Response{Status: ctx.Response.StatusCode(), Header: http.Header{}, Body: string(ctx.Response.Body())}
+		for k, v := range ctx.Response.Header.All() {
+			resp.Header.Add(string(k), string(v))
+		}
+		return resp
+	}
+}
+
+// addr is the net.Addr a server would see: TCP for "host:port", else the raw text.
+func addr(s string) net.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return &net.TCPAddr{IP: ap.Addr().AsSlice(), Port: int(ap.Port()), Zone: ap.Addr().Zone()}
+	}
+	return rawAddr(s)
+}
+
+type rawAddr string
+
+func (a rawAddr) Network() string { return "unix" }
+func (a rawAddr) String() string  { return string(a) }
+
+// sendFiber is a Bench send function: one request, with the header lines hdr (name,
+// value, ...), in one RequestCtx, reused as a keep-alive connection's would be.
+func sendFiber(app *fiber.App, hdr ...string) func() int {
+	h := app.Handler()
+	var req fasthttp.Request
+	req.Header.SetMethod("GET")
+	req.SetRequestURI("/user/1")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, addr(adaptertest.DefaultRemote), nil)
+	return func() int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+}
+
+func TestLimitAddsNoAllocation(t *testing.T) {
+	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+}
+
+// Behind a trusted proxy the client comes from X-Forwarded-For, walked hop by hop against
+// TrustProxyConfig: that too allocates nothing for a client that keeps sending.
+func TestForwardedClientAddsNoAllocation(t *testing.T) {
+	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int {
+		app.TrustProxies = []string{"192.0.2.0/24"} // adaptertest.DefaultRemote's network
+		return sendFiber(ad.app(app), "X-Forwarded-For", "198.51.100.1, 203.0.113.9, 192.0.2.8")
+	})
+}
