@@ -3,8 +3,10 @@ package core
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -41,18 +43,40 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	if style == HeadersStandard || style == HeadersBoth {
-		field := l.fields.rateLimit(l, d, l.rateNames)
 		if l.cfg.pkSecret != nil {
 			l.setPartitioned(h, d, key)
 		} else if m, ok := h.(hook.HeaderMap); ok && len(m[hook.HeaderRateLimitPolicy]) == 0 {
-			// Shared, immutable one-element slices: no allocation per response.
+			// Shared, immutable one-element slices: no allocation per response when the
+			// value is cached, one when it is not (a map keeps what it is given).
+			field := l.fields.lookup(l, d)
+			if field == nil {
+				field = l.boxedField(d)
+			}
 			m[hook.HeaderRateLimitPolicy] = l.policyValue[:]
 			m[hook.HeaderRateLimit] = field[:]
-		} else if a, ok := h.(hook.HeaderAdder); ok {
-			l.addMembers(a, d, field[0])
 		} else {
-			h.Set(hook.HeaderRateLimitPolicy, l.policyField)
-			h.Set(hook.HeaderRateLimit, field[0])
+			// Setters other than a HeaderMap copy the value (fasthttp does): an uncached
+			// one is formatted in a pooled buffer, without allocating.
+			var field string
+			var buf *[fieldBufLen]byte
+			if f := l.fields.lookup(l, d); f != nil {
+				field = f[0]
+			} else if _, keeps := h.(hook.HeaderMap); keeps {
+				field = l.rateLimitField(d, l.rateNames)
+			} else {
+				buf = fieldBufs.Get().(*[fieldBufLen]byte)
+				b := l.appendRateLimit(buf[:0], d, l.rateNames)
+				field = unsafe.String(unsafe.SliceData(b), len(b))
+			}
+			if a, ok := h.(hook.HeaderAdder); ok {
+				l.addMembers(a, d, field)
+			} else {
+				h.Set(hook.HeaderRateLimitPolicy, l.policyField)
+				h.Set(hook.HeaderRateLimit, field)
+			}
+			if buf != nil {
+				fieldBufs.Put(buf)
+			}
 		}
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
@@ -122,35 +146,66 @@ func newFieldCache(p *Policy) fieldCache {
 	return c
 }
 
-// rateLimit returns the RateLimit field for d with the limit's names, cached when it can be.
-func (c *fieldCache) rateLimit(l *limiter, d *Decision, names []string) *[1]string {
+// lookup returns the RateLimit field for d with the limit's own names, from the cache
+// (filling it on first use), or nil when d's values are not among those cached.
+func (c *fieldCache) lookup(l *limiter, d *Decision) *[1]string {
 	i, secs := l.policy.indexOf(d.Rate), ceilSeconds(d.Reset)
 	if c.vals == nil || i < 0 || i >= len(c.secs) || secs < 0 || secs > int64(c.secs[i]) || d.Remaining < 0 || d.Remaining > d.Rate.Count {
-		return &[1]string{l.rateLimitField(d, names)}
+		return nil
 	}
 	e := &c.vals[c.off[i]+d.Remaining*(c.secs[i]+1)+int(secs)]
 	v := e.Load()
 	if v == nil {
-		v = &[1]string{l.rateLimitField(d, names)}
+		v = l.boxedField(d)
 		e.Store(v) // racing stores write equal values: either may win
 	}
 	return v
 }
 
+// fieldBufLen holds any RateLimit member of a rate's own name: a name of at most 32
+// bytes and two numbers of at most 19 digits, with room to spare.
+const fieldBufLen = 96
+
+// fieldBufs lends buffers for values that setters copy.
+var fieldBufs = sync.Pool{New: func() any { return new([fieldBufLen]byte) }}
+
+// A boxedField is a RateLimit value and its bytes in one allocation.
+type boxedField struct {
+	v [1]string
+	b [fieldBufLen]byte
+}
+
+// boxedField formats the RateLimit field for d as a one-element value that a HeaderMap
+// keeps, with one allocation.
+func (l *limiter) boxedField(d *Decision) *[1]string {
+	box := new(boxedField)
+	b := l.appendRateLimit(box.b[:0], d, l.rateNames)
+	if len(b) > fieldBufLen { // appended past the box: b is a new array of its own
+		box.v[0] = string(b)
+	} else {
+		box.v[0] = unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return &box.v
+}
+
 // rateLimitField formats the RateLimit field with names, with one allocation.
 func (l *limiter) rateLimitField(d *Decision, names []string) string {
-	var buf [96]byte
-	name := d.Rate.String() // a rate of another policy, from a store that mixes them up
+	var buf [fieldBufLen]byte
+	return string(l.appendRateLimit(buf[:0], d, names))
+}
+
+// appendRateLimit appends the RateLimit field for d, with names, to b.
+func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte {
+	b = append(b, '"')
 	if i := l.policy.indexOf(d.Rate); i >= 0 {
-		name = names[i]
+		b = append(b, names[i]...)
+	} else {
+		b = append(b, d.Rate.String()...) // a rate of another policy, from a store that mixes them up
 	}
-	b := append(buf[:0], '"')
-	b = append(b, name...)
 	b = append(b, `";r=`...)
 	b = strconv.AppendInt(b, int64(d.Remaining), 10)
 	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
-	return string(b)
+	return strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
 }
 
 // policyItem formats one rate of the RateLimit-Policy field. The window parameter w is

@@ -122,5 +122,5 @@ func sendFiber(app *fiber.App) func() int {
 }
 
 func TestLimitAddsNoAllocation(t *testing.T) {
-	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+	adaptertest.ExpectNoExtraAllocs(t, 0, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
 }

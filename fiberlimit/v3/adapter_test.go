@@ -146,13 +146,13 @@ func sendFiber(app *fiber.App, hdr ...string) func() int {
 }
 
 func TestLimitAddsNoAllocation(t *testing.T) {
-	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+	adaptertest.ExpectNoExtraAllocs(t, 0, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
 }
 
 // Behind a trusted proxy the client comes from X-Forwarded-For, walked hop by hop against
 // TrustProxyConfig: that too allocates nothing for a client that keeps sending.
 func TestForwardedClientAddsNoAllocation(t *testing.T) {
-	adaptertest.ExpectNoExtraAllocs(t, 0, func(app adaptertest.App) func() int {
+	adaptertest.ExpectNoExtraAllocs(t, 0, 0, func(app adaptertest.App) func() int {
 		app.TrustProxies = []string{"192.0.2.0/24"} // adaptertest.DefaultRemote's network
 		return sendFiber(ad.app(app), "X-Forwarded-For", "198.51.100.1, 203.0.113.9, 192.0.2.8")
 	})

@@ -38,7 +38,9 @@ type Verdict[D any] struct {
 }
 
 // A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over
-// their framework's response, implement it.
+// their framework's response, implement it. Values may be transient (formatted in a
+// buffer that is reused once Set returns): a HeaderSetter other than a HeaderMap must copy
+// what it keeps, as fasthttp does.
 type HeaderSetter interface {
 	Set(name, value string)
 }

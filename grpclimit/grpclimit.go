@@ -1,0 +1,388 @@
+// Package grpclimit limits gRPC calls per method with reqlimit's strict sliding window: use
+// New (or Must) with the limits by method name, and install its Unary and Stream
+// interceptors on the server:
+//
+//	limits := grpclimit.Must(map[string]string{
+//		"/helloworld.Greeter/SayHello": "3/1m",   // one method
+//		"helloworld.Greeter":           "100/1m", // every other method of the service
+//	})
+//	s := grpc.NewServer(grpc.UnaryInterceptor(limits.Unary()), grpc.StreamInterceptor(limits.Stream()))
+//
+// "N/T" means that in any interval of length T at most N calls of a method get through per
+// client, which is the peer's IP address (IPv6 grouped by /64; x-forwarded-for counts
+// only with core.WithTrustedProxies). The most specific entry decides a call: its full
+// method name, then its service, then "*", which matches every method. A method no entry
+// matches is not limited. Each method has buckets of its own, also under a service or "*"
+// entry; core.WithScope makes the methods share one.
+//
+// A refused call fails at once with codes.ResourceExhausted and a google.rpc.RetryInfo
+// detail holding the exact wait (RetryDelay reads it back). Every limited call, admitted
+// or not, gets the IETF RateLimit fields as response header metadata: "ratelimit",
+// "ratelimit-policy", and on a refusal "retry-after" in whole seconds. A stream counts once,
+// when it is opened; its messages are not counted.
+//
+// The options are package core's, as for the HTTP adapters, with gRPC in place of HTTP:
+// a key function's core.Request reads metadata through Header, and its Method, Path and
+// Route are the full method name. Options that name HTTP statuses (core.WithDenyResponse,
+// core.WithFailStatus) set no gRPC code; WithDenyHandler does.
+package grpclimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
+)
+
+// AllMethods is the entry that matches every method no more specific entry names.
+const AllMethods = "*"
+
+// Response header metadata keys: gRPC metadata keys are lowercase.
+const (
+	HeaderRateLimit       = "ratelimit"             // the tightest rate's quota left: "3/1m";r=2;t=60
+	HeaderRateLimitPolicy = "ratelimit-policy"      // every rate of the policy: "3/1m";q=3;w=60
+	HeaderRetryAfter      = "retry-after"           // on a refusal: seconds to wait, rounded up
+	HeaderLimit           = "x-ratelimit-limit"     // with core.HeadersLegacy or HeadersBoth
+	HeaderRemaining       = "x-ratelimit-remaining" // likewise
+	HeaderReset           = "x-ratelimit-reset"     // likewise, in unix seconds
+)
+
+// Interceptors enforce the limits given to New on a gRPC server. They are safe for
+// concurrent use; install Unary and Stream on the same server, since the limits apply to
+// whichever kind of call a method is.
+type Interceptors struct {
+	methods  map[string]*entry // by full method name, "/pkg.Service/Method"
+	services map[string]*entry // by service name, "pkg.Service"
+	all      *entry            // "*", or nil
+	deny     DenyFunc
+}
+
+// An entry is one declared limit.
+type entry struct {
+	l            adapter.Limiter
+	needsRequest bool
+}
+
+// New returns interceptors enforcing limits, a map from a full method name
+// ("/pkg.Service/Method"), a service name ("pkg.Service" or "/pkg.Service/") or "*" to a
+// policy in text form ("3/1m", "500/2s,2000/10s"). opts apply to every entry. A bad name,
+// policy or option is an error naming the entry.
+func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
+	if len(limits) == 0 {
+		return nil, errors.New("grpclimit: no limits: want a map from method, service or \"*\" to a policy")
+	}
+	ic := &Interceptors{methods: map[string]*entry{}, services: map[string]*entry{}}
+	declared := map[string]string{} // normalized name: the name as given, for duplicates
+	names := make([]string, 0, len(limits))
+	for name := range limits {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same error for the same map, whatever its order
+	for _, name := range names {
+		kind, norm, err := parseName(name)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := declared[norm]; ok {
+			return nil, fmt.Errorf("grpclimit: %q and %q both name %s", prev, name, norm)
+		}
+		declared[norm] = name
+		l, err := adapter.Parse(limits[name], opts...)
+		if err != nil {
+			return nil, fmt.Errorf("grpclimit: %q: %w", name, err)
+		}
+		if l.FrameworkIP() {
+			return nil, fmt.Errorf("grpclimit: %q: core.WithClientIPFromFramework: gRPC has no framework client IP; use core.WithTrustedProxies", name)
+		}
+		e := &entry{l: l, needsRequest: l.NeedsRequest()}
+		switch kind {
+		case kindMethod:
+			ic.methods[norm] = e
+		case kindService:
+			ic.services[norm] = e
+		default:
+			ic.all = e
+		}
+		if ic.deny == nil {
+			ic.deny, _ = l.Extension(denyKey{}).(DenyFunc)
+		}
+	}
+	return ic, nil
+}
+
+// Must is New for limits written in the program: an error panics, like regexp.MustCompile.
+func Must(limits map[string]string, opts ...core.Option) *Interceptors {
+	ic, err := New(limits, opts...)
+	if err != nil {
+		panic(err.Error())
+	}
+	return ic
+}
+
+type nameKind uint8
+
+const (
+	kindMethod nameKind = iota
+	kindService
+	kindAll
+)
+
+// parseName reads an entry's name as a full method ("/pkg.Service/Method", or without
+// the leading slash), a service ("pkg.Service", "/pkg.Service" or "/pkg.Service/") or "*",
+// and returns it as the interceptors match it: "/pkg.Service/Method" or "pkg.Service".
+func parseName(name string) (nameKind, string, error) {
+	if name == AllMethods {
+		return kindAll, name, nil
+	}
+	bad := func(why string) (nameKind, string, error) {
+		return 0, "", fmt.Errorf("grpclimit: bad method %q: %s; want \"/package.Service/Method\", \"package.Service\" or \"*\"", name, why)
+	}
+	if strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return bad("it has a space or a control character")
+	}
+	s := strings.TrimPrefix(name, "/")
+	if svc, ok := strings.CutSuffix(s, "/"); ok {
+		s = svc // "/pkg.Service/": the service
+	}
+	svc, method, isMethod := strings.Cut(s, "/")
+	switch {
+	case svc == "":
+		return bad("no service name")
+	case strings.ContainsAny(svc, "*"):
+		return bad("a wildcard is only \"*\" alone")
+	case !isMethod:
+		return kindService, svc, nil
+	case method == "":
+		return bad("no method name")
+	case strings.ContainsAny(method, "/*"):
+		return bad("too many slashes, or a wildcard")
+	}
+	return kindMethod, "/" + svc + "/" + method, nil
+}
+
+// lookup returns the entry deciding calls of fullMethod, or nil.
+func (ic *Interceptors) lookup(fullMethod string) *entry {
+	if e := ic.methods[fullMethod]; e != nil {
+		return e
+	}
+	if len(ic.services) > 0 {
+		if i := strings.LastIndexByte(fullMethod, '/'); i > 0 {
+			if e := ic.services[fullMethod[1:i]]; e != nil {
+				return e
+			}
+		}
+	}
+	return ic.all
+}
+
+// Policy returns the policy the interceptors apply to fullMethod ("/pkg.Service/Method"),
+// or nil when no entry matches it.
+func (ic *Interceptors) Policy(fullMethod string) *core.Policy {
+	if e := ic.lookup(fullMethod); e != nil {
+		return e.l.Policy()
+	}
+	return nil
+}
+
+// Unary returns the interceptor for unary calls.
+func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		e := ic.lookup(info.FullMethod)
+		if e == nil {
+			return handler(ctx, req)
+		}
+		md, err := ic.check(ctx, e, info.FullMethod)
+		if md != nil {
+			// Fails only outside a server's call (an interceptor called directly), where
+			// there is no response to carry the fields.
+			_ = grpc.SetHeader(ctx, md)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Stream returns the interceptor for streaming calls: a stream is counted once, when it
+// is opened, and a refused stream fails before the handler runs.
+func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		e := ic.lookup(info.FullMethod)
+		if e == nil {
+			return handler(srv, ss)
+		}
+		md, err := ic.check(ss.Context(), e, info.FullMethod)
+		if md != nil {
+			_ = ss.SetHeader(md)
+		}
+		if err != nil {
+			return err
+		}
+		return handler(srv, ss)
+	}
+}
+
+// check decides one call: the header metadata to send (nil for none) and, when the call
+// is refused, its error.
+func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (metadata.MD, error) {
+	var addr string
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		addr = p.Addr.String()
+	}
+	in := adapter.Input{Route: method, Peer: addr}
+	if e.needsRequest {
+		in.Request = &request{ctx: ctx, method: method, peer: addr}
+	}
+	md := metadata.MD{}
+	v := e.l.Check(ctx, in, headerSetter(md))
+	if len(md) == 0 {
+		md = nil
+	}
+	if v.Allowed {
+		return md, nil
+	}
+	if ic.deny != nil {
+		return md, ic.deny(ctx, method, v.Decision, v.Err)
+	}
+	return md, refusal(e.l, v)
+}
+
+// refusal is the error of a refused call: over the limit, ResourceExhausted with the
+// exact wait; a cost above the limit, ResourceExhausted with none, since waiting cannot
+// help (as grpc-go itself refuses a message above the size limit); a store failure under
+// core.FailClosed, Unavailable, since the service cannot decide rather than the client
+// being over its quota.
+func refusal(l adapter.Limiter, v adapter.Verdict) error {
+	msg := strings.TrimSpace(l.DenyBody(v.Err))
+	switch {
+	case errors.Is(v.Err, core.ErrCostTooHigh):
+		return status.Error(codes.ResourceExhausted, msg)
+	case v.Err == nil || v.Decision.FullReset > 0:
+		// Over the limit: by the store's decision, or after a store failure by
+		// core.FailLocal's local one. A refusal always leaves the key holding grants.
+		return withRetry(codes.ResourceExhausted, msg, v.Decision.RetryAfter)
+	}
+	// core.FailClosed decided nothing: its one-second wait (the HTTP adapters' Retry-After:
+	// 1) is a pause before trying again, not a wait the store worked out.
+	return withRetry(codes.Unavailable, "rate limit unavailable", v.Decision.RetryAfter)
+}
+
+func withRetry(code codes.Code, msg string, wait time.Duration) error {
+	st := status.New(code, msg)
+	if wait <= 0 {
+		return st.Err()
+	}
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// RetryDelay returns the wait a refused call's error carries in its google.rpc.RetryInfo
+// detail, for clients: the call can succeed after that long if the client sends nothing
+// meanwhile. ok is false when err has no such detail.
+func RetryDelay(err error) (wait time.Duration, ok bool) {
+	st, isStatus := status.FromError(err)
+	if !isStatus {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, isRetry := d.(*errdetails.RetryInfo); isRetry && ri.GetRetryDelay() != nil {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
+}
+
+// A DenyFunc returns the error a refused call fails with, in place of the default
+// ResourceExhausted. method is the full method name and d the decision; err is nil for a
+// call over the limit, wraps core.ErrCostTooHigh for a cost above it, and otherwise is the
+// store's failure, when the fail mode refused the call: core.FailLocal by a local decision
+// in d, or core.FailClosed without one. The rate-limit header metadata is set already.
+type DenyFunc func(ctx context.Context, method string, d core.Decision, err error) error
+
+type denyKey struct{}
+
+// WithDenyHandler makes deny build the error of refused calls, to choose another code,
+// message or details.
+func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
+
+// headerSetter gathers the rate-limit fields as gRPC response metadata, whose keys are
+// lowercase.
+type headerSetter metadata.MD
+
+func (h headerSetter) Set(name, value string) {
+	h[metadataKey(name)] = []string{strings.Clone(value)} // core's values may be transient
+}
+
+// Add keeps the values already set: a RateLimit field is a list with a member for every
+// limit that applies, and a metadata key with several values is such a list.
+func (h headerSetter) Add(name, value string) {
+	k := metadataKey(name)
+	h[k] = append(h[k], value)
+}
+
+func metadataKey(name string) string {
+	switch name {
+	case adapter.HeaderRateLimit:
+		return HeaderRateLimit
+	case adapter.HeaderRateLimitPolicy:
+		return HeaderRateLimitPolicy
+	case adapter.HeaderRetryAfter:
+		return HeaderRetryAfter
+	case adapter.HeaderLimit:
+		return HeaderLimit
+	case adapter.HeaderRemaining:
+		return HeaderRemaining
+	case adapter.HeaderReset:
+		return HeaderReset
+	}
+	return strings.ToLower(name)
+}
+
+// request is core.Request over a gRPC call: headers are the incoming metadata, and the
+// method, path and route are the full method name.
+type request struct {
+	ctx    context.Context
+	method string
+	peer   string
+	md     metadata.MD
+	read   bool
+}
+
+func (q *request) Context() context.Context { return q.ctx }
+func (q *request) Method() string           { return q.method }
+func (q *request) Path() string             { return q.method }
+func (q *request) Route() string            { return q.method }
+func (q *request) RemoteAddr() string       { return q.peer }
+func (q *request) Value(key any) any        { return q.ctx.Value(key) }
+
+func (q *request) Header(name string) string {
+	if v := q.Headers(name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Headers reads the metadata once per call: FromIncomingContext copies it.
+func (q *request) Headers(name string) []string {
+	if !q.read {
+		q.md, _ = metadata.FromIncomingContext(q.ctx)
+		q.read = true
+	}
+	return q.md.Get(name)
+}
