@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
+	fiber3 "github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
+	echo5 "github.com/labstack/echo/v5"
 	"github.com/valyala/fasthttp"
 )
 
@@ -79,7 +81,7 @@ func netHTTPRoute(mw func(http.Handler) http.Handler) allowFunc {
 	return serveHTTP(mux)
 }
 
-// echoRoute is GET / on a new Echo, with mw as its global middleware when not nil.
+// echoRoute is GET / on a new Echo v4, with mw as its global middleware when not nil.
 func echoRoute(mw echo.MiddlewareFunc) allowFunc {
 	e := echo.New()
 	if mw != nil {
@@ -89,7 +91,17 @@ func echoRoute(mw echo.MiddlewareFunc) allowFunc {
 	return serveHTTP(e)
 }
 
-// fiberRoute is GET / on a new Fiber app, with mw when not nil, called through the
+// echo5Route is echoRoute on Echo v5.
+func echo5Route(mw echo5.MiddlewareFunc) allowFunc {
+	e := echo5.New()
+	if mw != nil {
+		e.Use(mw)
+	}
+	e.GET("/", func(c *echo5.Context) error { return c.Blob(http.StatusOK, "text/plain", okBody) })
+	return serveHTTP(e)
+}
+
+// fiberRoute is GET / on a new Fiber v2 app, with mw when not nil, called through the
 // fasthttp handler the app would give its server.
 func fiberRoute(mw fiber.Handler) allowFunc {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
@@ -97,7 +109,21 @@ func fiberRoute(mw fiber.Handler) allowFunc {
 		app.Use(mw)
 	}
 	app.Get("/", func(c *fiber.Ctx) error { return c.Send(okBody) })
-	h := app.Handler()
+	return serveFasthttp(app.Handler())
+}
+
+// fiber3Route is fiberRoute on Fiber v3.
+func fiber3Route(mw fiber3.Handler) allowFunc {
+	app := fiber3.New()
+	if mw != nil {
+		app.Use(mw)
+	}
+	app.Get("/", func(c fiber3.Ctx) error { return c.Send(okBody) })
+	return serveFasthttp(app.Handler())
+}
+
+// serveFasthttp returns an allowFunc sending GET / to h, from the key's IP.
+func serveFasthttp(h fasthttp.RequestHandler) allowFunc {
 	// A server reuses one RequestCtx per connection; a pool does the same here, so the
 	// bare route is not charged for zeroing a fresh one every call.
 	pool := sync.Pool{New: func() any {

@@ -120,3 +120,44 @@ func TestScenarioTellsStrictFromLoose(t *testing.T) {
 		t.Errorf("x/time/rate: max %d in %v, %.1f%% of exact; the harness should catch burst plus refill above %d", r.maxIn, w, r.util, n)
 	}
 }
+
+// TestMiddlewarePeersAdmitThenRefuse drives every middleware peer through its framework's
+// harness: 3 per minute admits three requests from a client, refuses the fourth with 429
+// and still admits another client; and each framework has a bare route that answers 2xx.
+// A harness that lost the status or the client address would fail here, not in a long run.
+func TestMiddlewarePeersAdmitThenRefuse(t *testing.T) {
+	frameworks := map[string]bool{}
+	for _, p := range peers() {
+		if p.framework == "" {
+			continue
+		}
+		frameworks[p.framework] = true
+		allow, err := p.newAllow(3, time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		for i, want := range []bool{true, true, true, false} {
+			if ok, err := allow(benchKey); err != nil || ok != want {
+				t.Errorf("%s: request %d: admitted %v, error %v; want %v", p.name, i+1, ok, err, want)
+			}
+		}
+		if ok, err := allow("192.0.2.2"); err != nil || !ok {
+			t.Errorf("%s: another client: admitted %v, error %v; want its own quota", p.name, ok, err)
+		}
+	}
+	for _, f := range []string{"net/http", "Echo v4", "Echo v5", "Fiber v2", "Fiber v3"} {
+		if !frameworks[f] {
+			t.Errorf("no middleware peer on %s", f)
+		}
+	}
+	for f := range frameworks {
+		bare, ok := bareRoutes[f]
+		if !ok {
+			t.Errorf("%s: no bare route", f)
+			continue
+		}
+		if ok, err := bare()(benchKey); err != nil || !ok {
+			t.Errorf("%s: bare route: admitted %v, error %v", f, ok, err)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/go-chi/httprate"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/gofiber/fiber/v2/middleware/limiter"
+	limiter3 "github.com/gofiber/fiber/v3/middleware/limiter"
 	"github.com/labstack/echo/v4/middleware"
+	middleware5 "github.com/labstack/echo/v5/middleware"
 	"github.com/redis/go-redis/v9"
 	"github.com/sethvargo/go-limiter/memorystore"
 	ulule "github.com/ulule/limiter/v3"
@@ -24,7 +26,9 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/echolimit"
+	echolimit5 "github.com/reqlimit/reqlimit/echolimit/v5"
 	"github.com/reqlimit/reqlimit/fiberlimit"
+	fiberlimit3 "github.com/reqlimit/reqlimit/fiberlimit/v3"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
@@ -87,18 +91,32 @@ func peers() []peer {
 			framework: "net/http",
 		},
 		{
-			name: "reqlimit `echolimit.Limit` (memory)", scheme: "exact sliding log",
+			name: "reqlimit `echolimit.Limit` (Echo v4, memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				return echoRoute(echolimit.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
 			},
-			fast: spec{100, time.Nanosecond}, framework: "Echo",
+			fast: spec{100, time.Nanosecond}, framework: "Echo v4",
 		},
 		{
-			name: "reqlimit `fiberlimit.Limit` (memory)", scheme: "exact sliding log",
+			name: "reqlimit `echolimit.Limit` (Echo v5, memory)", scheme: "exact sliding log",
+			newAllow: func(count int, period time.Duration) (allowFunc, error) {
+				return echo5Route(echolimit5.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
+			},
+			fast: spec{100, time.Nanosecond}, framework: "Echo v5",
+		},
+		{
+			name: "reqlimit `fiberlimit.Limit` (Fiber v2, memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				return fiberRoute(fiberlimit.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
 			},
-			fast: spec{100, time.Nanosecond}, framework: "Fiber",
+			fast: spec{100, time.Nanosecond}, framework: "Fiber v2",
+		},
+		{
+			name: "reqlimit `fiberlimit.Limit` (Fiber v3, memory)", scheme: "exact sliding log",
+			newAllow: func(count int, period time.Duration) (allowFunc, error) {
+				return fiber3Route(fiberlimit3.Limit(count, period, core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods())), nil
+			},
+			fast: spec{100, time.Nanosecond}, framework: "Fiber v3",
 		},
 		{
 			name: "x/time/rate", scheme: "token bucket",
@@ -121,17 +139,27 @@ func peers() []peer {
 			framework: "net/http",
 		},
 		{
-			name: "Fiber limiter `FixedWindow`", scheme: "fixed window",
+			name: "Fiber v2 limiter `FixedWindow`", scheme: "fixed window",
 			newAllow: fiberLimiter(limiter.FixedWindow{}), fast: unlimited,
-			framework: "Fiber",
+			framework: "Fiber v2",
 		},
 		{
-			name: "Fiber limiter `SlidingWindow`", scheme: "sliding window counter (approximate)",
+			name: "Fiber v2 limiter `SlidingWindow`", scheme: "sliding window counter (approximate)",
 			newAllow: fiberLimiter(limiter.SlidingWindow{}), fast: unlimited,
-			framework: "Fiber",
+			framework: "Fiber v2",
 		},
 		{
-			name: "Echo `RateLimiter` (memory)", scheme: "token bucket (x/time/rate)",
+			name: "Fiber v3 limiter `FixedWindow`", scheme: "fixed window",
+			newAllow: fiber3Limiter(limiter3.FixedWindow{}), fast: unlimited,
+			framework: "Fiber v3",
+		},
+		{
+			name: "Fiber v3 limiter `SlidingWindow`", scheme: "sliding window counter (approximate)",
+			newAllow: fiber3Limiter(limiter3.SlidingWindow{}), fast: unlimited,
+			framework: "Fiber v3",
+		},
+		{
+			name: "Echo v4 `RateLimiter` (memory)", scheme: "token bucket (x/time/rate)",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 					Rate: perSecond(count, period), Burst: count, ExpiresIn: 3 * time.Minute,
@@ -139,7 +167,18 @@ func peers() []peer {
 				return echoRoute(middleware.RateLimiter(store)), nil
 			},
 			fast:      unlimited,
-			framework: "Echo",
+			framework: "Echo v4",
+		},
+		{
+			name: "Echo v5 `RateLimiter` (memory)", scheme: "token bucket (x/time/rate)",
+			newAllow: func(count int, period time.Duration) (allowFunc, error) {
+				store := middleware5.NewRateLimiterMemoryStoreWithConfig(middleware5.RateLimiterMemoryStoreConfig{
+					Rate: float64(perSecond(count, period)), Burst: count, ExpiresIn: 3 * time.Minute,
+				})
+				return echo5Route(middleware5.RateLimiter(store)), nil
+			},
+			fast:      unlimited,
+			framework: "Echo v5",
 		},
 		{
 			name: "reqlimit `Decide` (Redis)", scheme: "exact sliding log", redis: true,
@@ -165,8 +204,10 @@ func peers() []peer {
 // bareRoutes are the frameworks' GET / without a limiter: the baseline of the overhead.
 var bareRoutes = map[string]func() allowFunc{
 	"net/http": func() allowFunc { return netHTTPRoute(nil) },
-	"Fiber":    func() allowFunc { return fiberRoute(nil) },
-	"Echo":     func() allowFunc { return echoRoute(nil) },
+	"Fiber v2": func() allowFunc { return fiberRoute(nil) },
+	"Fiber v3": func() allowFunc { return fiber3Route(nil) },
+	"Echo v4":  func() allowFunc { return echoRoute(nil) },
+	"Echo v5":  func() allowFunc { return echo5Route(nil) },
 }
 
 func reqlimitDecide(store func() (core.Store, error)) func(int, time.Duration) (allowFunc, error) {
@@ -251,6 +292,12 @@ func clientIP(r *http.Request) (string, error) {
 func fiberLimiter(kind limiter.LimiterHandler) func(int, time.Duration) (allowFunc, error) {
 	return func(count int, period time.Duration) (allowFunc, error) {
 		return fiberRoute(limiter.New(limiter.Config{Max: count, Expiration: period, LimiterMiddleware: kind})), nil
+	}
+}
+
+func fiber3Limiter(kind limiter3.Handler) func(int, time.Duration) (allowFunc, error) {
+	return func(count int, period time.Duration) (allowFunc, error) {
+		return fiber3Route(limiter3.New(limiter3.Config{Max: count, Expiration: period, LimiterMiddleware: kind})), nil
 	}
 }
 

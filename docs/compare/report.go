@@ -58,7 +58,8 @@ func describeEnv(srv *redisServer, cfg settings, quick, redis bool) env {
 // peerModules are the modules whose versions the header lists.
 var peerModules = []string{
 	"golang.org/x/time", "github.com/ulule/limiter/v3", "github.com/sethvargo/go-limiter",
-	"github.com/go-chi/httprate", "github.com/gofiber/fiber/v2", "github.com/labstack/echo/v4",
+	"github.com/go-chi/httprate", "github.com/gofiber/fiber/v2", "github.com/gofiber/fiber/v3",
+	"github.com/labstack/echo/v4", "github.com/labstack/echo/v5",
 	"github.com/go-redis/redis_rate/v10", "github.com/redis/go-redis/v9",
 }
 
@@ -73,7 +74,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	}
 	w("Every limiter enforces **%d per %s** per client, configured as its documentation intends. ", limitN, per)
 	w("\"%d per %s\" promises at most %d requests in *any* interval of %s; a limiter breaks it when more get through. ", limitN, per, limitN, human(limitT))
-	w("Library peers are called through their Go API; middleware (httprate, Fiber's and Echo's limiters, and reqlimit's `nethttp`, `echolimit` and `fiberlimit` adapters) receive in-process requests through their framework's own handler (no socket), keyed by the client IP. ")
+	w("Library peers are called through their Go API; middleware (httprate, the limiters of Fiber v2 and v3 and of Echo v4 and v5, and reqlimit's `nethttp` adapter and its `echolimit` and `fiberlimit` adapters for each of those versions) receive in-process requests through their framework's own handler (no socket), keyed by the client IP. ")
 	w("Redis peers use a `redis-server` this program starts on a free loopback port.\n\n")
 	w("How each column is measured:\n\n")
 	w("- **Most in any %s** (steady, flood, bursts): the largest number of admitted calls whose whole span, from just before the call to just after its answer, lies inside one interval of length %s. ", human(limitT), human(limitT))
@@ -86,7 +87,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	w("In the flood, each goroutine's arrivals are thinned to the first per %v (admitted ones are all kept), which can delay the exact log by no more than that.\n", floodGranule)
 	w("- **ns/decision**: one admitted decision on one key, serially, with `testing.Benchmark` (best of %d runs of %s), with limits that never run out but take the same code path (reqlimit: 100 per ns, so that its exact form is measured; the others: 2³⁰ per hour). ", cfg.benchRounds, cfg.benchtime)
 	w("For middleware it is the route's time with the limiter minus the bare route's (marked †): a decision there includes the middleware's own work, such as headers.\n")
-	w("- **Middleware ×**: time of `GET /` through the framework with the limiter, divided by the same route without it, same harness: net/http and Echo get a request built per call, Fiber a pooled `RequestCtx` as its server reuses one per connection; responses are discarded.\n")
+	w("- **Middleware ×**: time of `GET /` through the framework with the limiter, divided by the same route without it, same harness: net/http and Echo (v4, v5) get a request built per call, Fiber (v2, v3) a pooled `RequestCtx` as its server reuses one per connection; responses are discarded.\n")
 	w("- **Bytes/key**: growth of the live Go heap (`runtime.MemStats.HeapAlloc` after GC) per key, after one request from each of %d distinct client IPs, with %d per minute so that no expiry or sweep drops a key mid-count. For Redis peers, the growth of the server's `used_memory` instead.\n\n", cfg.memKeys, limitN)
 	w("Machine: %d CPUs", e.cpus)
 	if e.cpuModel != "" {
@@ -270,7 +271,7 @@ func findings(rows []row) []string {
 // (worst scenario) against the limit, and the flood's share of the exact quota.
 func chart(rows []row) string {
 	const (
-		labelW  = 250
+		labelW  = 320
 		barW    = 300
 		gap     = 70
 		rowH    = 24

@@ -7,16 +7,26 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gofiber/fiber/v2"
+	fiber3 "github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
+	echo5 "github.com/labstack/echo/v5"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/echolimit"
+	echolimit5 "github.com/reqlimit/reqlimit/echolimit/v5"
 	"github.com/reqlimit/reqlimit/fiberlimit"
+	fiberlimit3 "github.com/reqlimit/reqlimit/fiberlimit/v3"
 	"github.com/reqlimit/reqlimit/ginlimit"
 )
 
 func init() {
-	apps = append(apps, app{"Gin", serveGin}, app{"Echo", serveEcho}, app{"Fiber", serveFiber})
+	apps = append(apps,
+		app{"Gin", serveGin},
+		app{"Echo v4", serveEcho},
+		app{"Echo v5", serveEcho5},
+		app{"Fiber v2", serveFiber},
+		app{"Fiber v3", serveFiber3},
+	)
 }
 
 // Each demo gets its own store, so that the adapters' counts do not mix.
@@ -37,11 +47,26 @@ func serveEcho(ln net.Listener) func() {
 	return serveHTTP(ln, e)
 }
 
+func serveEcho5(ln net.Listener) func() {
+	e := echo5.New()
+	e.GET("/user/test", func(c *echo5.Context) error { return c.String(200, "hello") },
+		echolimit5.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))))
+	return serveHTTP(ln, e)
+}
+
 func serveFiber(ln net.Listener) func() {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/user/test", fiberlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))),
 		func(c *fiber.Ctx) error { return c.SendString("hello") })
 	go app.Listener(ln)
+	return func() { app.Shutdown() }
+}
+
+func serveFiber3(ln net.Listener) func() {
+	app := fiber3.New()
+	app.Get("/user/test", fiberlimit3.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))),
+		func(c fiber3.Ctx) error { return c.SendString("hello") })
+	go app.Listener(ln, fiber3.ListenConfig{DisableStartupMessage: true})
 	return func() { app.Shutdown() }
 }
 
