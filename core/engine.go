@@ -188,11 +188,18 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			used = b[bSum]
 			g := p.gran[i]
 			if used > 0 {
-				reset = boundedRetry(b, g, T, now, 1)
+				// The window's oldest bucket leaves first: nothing more fits before, which
+				// is what Reset promises, without a search for the oldest bucket that
+				// holds a grant (a young key's window is mostly empty buckets). On a
+				// refusal it is the wait, exact.
+				reset = (b[bLo]+1)*g + T - now
 				whole = (b[bNewest]+1)*g + T - now
 			}
 			if !allowed {
 				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
+				if retry > 0 {
+					reset = retry
+				}
 			}
 		}
 		rem := max(0, r.Count-int(used))

@@ -1,24 +1,11 @@
--- Report a bounded rate, as core.Policy.report: Reset when the oldest bucket holding a
--- grant leaves the window, whole when the newest does; on a refusal, RetryAfter when
--- enough of the oldest buckets have left for cost more to fit (bucket k leaves once
--- now - T reaches its end).
+-- Report a bounded rate, as core.Policy.report: Reset when the window's oldest bucket
+-- leaves (nothing more fits before), whole when the newest does; on a refusal,
+-- RetryAfter, and Reset with it, when enough of the oldest buckets have left for cost more
+-- to fit (bucket k leaves once now - T reaches its end).
 local reset, retry, whole = 0, 0, 0
 if sum > 0 then
   whole = (newest + 1) * g + T - now
-  reset = whole
-  for k = lo, newest do
-    local c = 0
-    if k == rk then
-      c = rc
-    elseif not cleared and k <= newest0 then
-      c = unpack('<i8', s, at + (k % NB) * 8)
-    end
-    if c > 0 then
-      reset = (k + 1) * g + T - now
-      if reset < 0 then reset = 0 end
-      break
-    end
-  end
+  reset = (lo + 1) * g + T - now
 end
 local need = sum + cost - N
 if not allowed and need > 0 then -- a rate with room reports no wait, as in core
@@ -37,6 +24,7 @@ if not allowed and need > 0 then -- a rate with room reports no wait, as in core
       break
     end
   end
+  if retry > 0 then reset = retry end
   if retry > wait then wait = retry end
 end
 local rem = N - sum
