@@ -1,0 +1,91 @@
+package promlimit_test
+
+import (
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/nethttp"
+	"github.com/reqlimit/reqlimit/promlimit"
+)
+
+var (
+	mount = adaptertest.Constructors[func(http.Handler) http.Handler]{LimitFunc: nethttp.Limit, NewFunc: nethttp.New}
+	param = regexp.MustCompile(`:(\w+)`)
+)
+
+// build returns adaptertest.Bench's builder for a net/http app whose limits carry opts
+// too: "/user/:id" becomes the ServeMux route GET /user/{id}.
+func build(opts ...core.Option) func(adaptertest.App) func() int {
+	return func(app adaptertest.App) func() int {
+		mux := http.NewServeMux()
+		for _, rt := range app.Routes {
+			var h http.Handler = ok
+			for i := len(rt.Limits) - 1; i >= 0; i-- {
+				h = mount.Mount(rt.Limits[i].WithOpts(opts...))(h)
+			}
+			mux.Handle("GET "+param.ReplaceAllString(rt.Path, "{$1}"), h)
+		}
+		return adaptertest.SendHTTP(mux)
+	}
+}
+
+// BenchmarkMiddleware runs the adapters' middleware benchmark on net/http without and
+// with the option: compare the two "standard/interleaved" x-bare ratios. "direct" times
+// the limited route with the option against the same route without it, in one loop.
+func BenchmarkMiddleware(b *testing.B) {
+	m := promlimit.New(prometheus.NewRegistry())
+	b.Run("without", func(b *testing.B) { adaptertest.Bench(b, build()) })
+	b.Run("with", func(b *testing.B) { adaptertest.Bench(b, build(m.Option())) })
+	// The same, with an observer that does nothing: what core's observer hook costs on
+	// its own, whatever the observer does.
+	for _, c := range []struct {
+		name string
+		opt  core.Option
+	}{{"direct", m.Option()}, {"direct-empty-observer", core.WithObserver(func(core.Event) {})}} {
+		b.Run(c.name, func(b *testing.B) {
+			var without, with func() int
+			for _, a := range adaptertest.BenchApps() {
+				if a.Name == "standard" {
+					without, with = build()(a.App), build(c.opt)(a.App)
+				}
+			}
+			interleaved(b, without, with)
+		})
+	}
+}
+
+// interleaved times a and b in turn, a chunk of requests each, so that whatever else the
+// machine does falls on both alike, and reports b's time over a's.
+func interleaved(bm *testing.B, a, b func() int) {
+	const chunk = 64
+	var ta, tb time.Duration
+	for bm.Loop() {
+		t0 := time.Now()
+		for range chunk {
+			a()
+		}
+		t1 := time.Now()
+		for range chunk {
+			b()
+		}
+		tb += time.Since(t1)
+		ta += t1.Sub(t0)
+	}
+	if a() != 200 || b() != 200 {
+		bm.Fatal("a limit refused")
+	}
+	bm.ReportMetric(float64(tb)/float64(ta), "x-without")
+}
+
+// TestOptionAddsNoAllocation: a limited route with the option allocates no more than the
+// bare route.
+func TestOptionAddsNoAllocation(t *testing.T) {
+	m := promlimit.New(prometheus.NewRegistry())
+	adaptertest.ExpectNoExtraAllocs(t, 0, 1, build(m.Option()))
+}
