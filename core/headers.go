@@ -169,23 +169,37 @@ const fieldBufLen = 96
 // fieldBufs lends buffers for values that setters copy.
 var fieldBufs = sync.Pool{New: func() any { return new([fieldBufLen]byte) }}
 
-// A boxedField is a RateLimit value and its bytes in one allocation.
-type boxedField struct {
-	v [1]string
-	b [fieldBufLen]byte
-}
+// A boxedField is a RateLimit value and its bytes in one allocation; most values fit the
+// small one, which is half the size to allocate and clear.
+type (
+	boxedField struct {
+		v [1]string
+		b [fieldBufLen]byte
+	}
+	smallBoxedField struct {
+		v [1]string
+		b [fieldBufLen / 2]byte
+	}
+)
 
 // boxedField formats the RateLimit field for d as a one-element value that a HeaderMap
 // keeps, with one allocation.
 func (l *limiter) boxedField(d *Decision) *[1]string {
-	box := new(boxedField)
-	b := l.appendRateLimit(box.b[:0], d, l.rateNames)
-	if len(b) > fieldBufLen { // appended past the box: b is a new array of its own
-		box.v[0] = string(b)
-	} else {
-		box.v[0] = unsafe.String(unsafe.SliceData(b), len(b))
+	var buf [fieldBufLen]byte
+	b := l.appendRateLimit(buf[:0], d, l.rateNames)
+	switch {
+	case len(b) <= fieldBufLen/2:
+		box := new(smallBoxedField)
+		n := copy(box.b[:], b)
+		box.v[0] = unsafe.String(&box.b[0], n)
+		return &box.v
+	case len(b) <= fieldBufLen:
+		box := new(boxedField)
+		n := copy(box.b[:], b)
+		box.v[0] = unsafe.String(&box.b[0], n)
+		return &box.v
 	}
-	return &box.v
+	return &[1]string{string(b)} // a long name: two allocations
 }
 
 // rateLimitField formats the RateLimit field with names, with one allocation.
