@@ -35,7 +35,7 @@ func TestFieldsParseAsStructuredFields(t *testing.T) {
 		{"big-count", "1000000000000/365d", nil, "", 3},
 		{"largest-count", strconv.Itoa(core.MaxCount) + "/1d", nil, "", 3},
 		{"long-period", "5/8760h", nil, "", 7},
-		{"sub-second", "2/250ms", nil, "", 4},
+		{"sub-second", "2/250ms,3/1m", nil, "", 4}, // 3/1m: a refusal however slow the machine
 		{"bounded", "100000/1s", nil, "", 3},
 		{"stacked-same-policy", "3/1m", nil, "3/1m", 5},
 		{"stacked-other-policy", "3/1m", nil, "10/1h,3/1m", 5},
