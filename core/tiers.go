@@ -67,7 +67,6 @@ func (l *limiter) buildTiers() error {
 		if err != nil {
 			return fmt.Errorf("WithTiers: tier %q: %w", name, err)
 		}
-		t.ident, t.scopes = l.ident, l.scopes
 		t.altNames, t.altPolicyField = t.names("#" + name)
 		l.tiers[name] = t
 	}

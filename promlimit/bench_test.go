@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -55,32 +54,9 @@ func BenchmarkMiddleware(b *testing.B) {
 					without, with = build()(a.App), build(c.opt)(a.App)
 				}
 			}
-			interleaved(b, without, with)
+			adaptertest.Interleaved(b, without, with, "without")
 		})
 	}
-}
-
-// interleaved times a and b in turn, a chunk of requests each, so that whatever else the
-// machine does falls on both alike, and reports b's time over a's.
-func interleaved(bm *testing.B, a, b func() int) {
-	const chunk = 64
-	var ta, tb time.Duration
-	for bm.Loop() {
-		t0 := time.Now()
-		for range chunk {
-			a()
-		}
-		t1 := time.Now()
-		for range chunk {
-			b()
-		}
-		tb += time.Since(t1)
-		ta += t1.Sub(t0)
-	}
-	if a() != 200 || b() != 200 {
-		bm.Fatal("a limit refused")
-	}
-	bm.ReportMetric(float64(tb)/float64(ta), "x-without")
 }
 
 // TestOptionAddsNoAllocation: a limited route with the option allocates no more than the

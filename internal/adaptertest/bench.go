@@ -66,7 +66,7 @@ func (c *benchClock) Now() time.Time {
 // Bench runs BenchApps as sub-benchmarks. build returns a function sending the app one
 // GET /user/1 from DefaultRemote, reusing whatever it can, and returning the status.
 //
-// Then, for each limited app, an "interleaved" run (see benchInterleaved) whose x-bare
+// Then, for each limited app, an "interleaved" run (see Interleaved) whose x-bare
 // metric is the ratio to the bare route, steadier than dividing two separate runs.
 func Bench(b *testing.B, build func(App) func() int) {
 	apps := BenchApps()
@@ -88,7 +88,7 @@ func Bench(b *testing.B, build func(App) func() int) {
 	}
 	for _, c := range apps[1:] {
 		b.Run(c.Name+"/interleaved", func(b *testing.B) {
-			benchInterleaved(b, build(apps[0].App), build(c.App))
+			Interleaved(b, build(apps[0].App), build(c.App), "bare")
 		})
 	}
 }
@@ -98,17 +98,17 @@ func Bench(b *testing.B, build func(App) func() int) {
 // that both handlers stay warm in the caches.
 const interleaveChunk = 64
 
-// benchInterleaved measures limited against bare in one loop, chunk by chunk in turn, so
-// that whatever else the machine does (a 2-core VM's neighbours, frequency changes) falls
-// on both sides alike. It reports the ratio ("x-bare") and each side's ns per request;
-// ns/op counts one chunk of each.
-func benchInterleaved(b *testing.B, bare, limited func() int) {
+// Interleaved measures limited against base in one loop, chunk by chunk in turn, so that
+// whatever else the machine does (a 2-core VM's neighbours, frequency changes) falls on
+// both sides alike. It reports the ratio ("x-" + name, name saying what base is) and each
+// side's ns per request; ns/op counts one chunk of each.
+func Interleaved(b *testing.B, base, limited func() int, name string) {
 	var tb, tl time.Duration
 	n := 0
 	for b.Loop() {
 		t0 := time.Now()
 		for range interleaveChunk {
-			bare()
+			base()
 		}
 		t1 := time.Now()
 		for range interleaveChunk {
@@ -118,11 +118,11 @@ func benchInterleaved(b *testing.B, bare, limited func() int) {
 		tb += t1.Sub(t0)
 		n += interleaveChunk
 	}
-	if code := limited(); code != 200 {
-		b.Fatalf("status %d by the end, want 200: the limit refused", code)
+	if code, codeBase := limited(), base(); code != 200 || codeBase != 200 {
+		b.Fatalf("statuses %d and %d by the end, want 200: a limit refused", codeBase, code)
 	}
-	b.ReportMetric(float64(tl)/float64(tb), "x-bare")
-	b.ReportMetric(float64(tb)/float64(n), "bare-ns/req")
+	b.ReportMetric(float64(tl)/float64(tb), "x-"+name)
+	b.ReportMetric(float64(tb)/float64(n), name+"-ns/req")
 	b.ReportMetric(float64(tl)/float64(n), "limited-ns/req")
 }
 
