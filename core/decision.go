@@ -23,6 +23,10 @@ type Decision struct {
 	Reset time.Duration
 	// FullReset is how long until the key holds no grant in any of its windows.
 	FullReset time.Duration
+	// Grant names the grant this decision recorded, when it recorded one (an admission in
+	// Enforce mode): the time it was recorded at, on the store's clock and in its unit,
+	// which the store's Release (see Releaser) takes to give that grant back.
+	Grant int64
 }
 
 // A Mode says what a decision records.

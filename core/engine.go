@@ -114,6 +114,7 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
 			record(b, p.gran[ri], now, cost, p.rates[ri].Count)
 		}
+		d.Grant = now
 	}
 	for j := range p.bounded {
 		s[1+L+j*boundedLen+bLast] = now
@@ -142,6 +143,7 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 			}
 		}
 		s[0] = int64(w)
+		d.Grant = now
 	}
 	used := usedInLog(log, w, N, now-T)
 	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
@@ -151,6 +153,56 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 	}
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
+	}
+}
+
+// release gives back the grant of cost units recorded at time at (Decision.Grant) in state
+// s: its entries leave the log, the newer ones move one place older for each, and the
+// oldest places left free hold never; its units leave its bucket of each bounded rate.
+// Every other grant stays where it was, so the state is exactly what it would be had the
+// grant never been made. A grant no longer held (it has left every window and been
+// overwritten, or the key was reset) leaves nothing to give back.
+//
+// The log then holds fewer than logLen grants, and the never in the oldest place stands
+// for grants older than those it held, which it forgot as newer grants were admitted: each
+// was forgotten when a grant at least the longest exact period younger was recorded (that
+// is what admitted it), so none of them counts in any window a later decision looks at.
+// Penalty mode records refusals, which breaks that reasoning; limits that release grants
+// do not use it (see WithCountWhen).
+func (p *Policy) release(s []int64, at int64, cost int) {
+	cost = max(cost, 1)
+	if L := p.logLen; L > 0 {
+		w := int(s[0])
+		log := s[1 : 1+L]
+		k := 1 // the most recent entry not after at
+		for k <= L && log[back(w, k, L)] > at {
+			k++
+		}
+		r := 0 // entries of the grant: k, k+1, ... while they equal at
+		for r < min(cost, L) && k+r <= L && log[back(w, k+r, L)] == at {
+			r++
+		}
+		if r > 0 {
+			for j := k - 1; j >= 1; j-- {
+				log[back(w, j+r, L)] = log[back(w, j, L)]
+			}
+			for j := 1; j <= r; j++ {
+				log[back(w, j, L)] = never
+			}
+			w = back(w, r, L)
+			s[0] = int64(w)
+		}
+	}
+	for j, ri := range p.bounded {
+		b := s[1+p.logLen+j*boundedLen : 1+p.logLen+(j+1)*boundedLen]
+		k := floorDiv(at, p.gran[ri])
+		if k < b[bLo] || k > b[bNewest] {
+			continue // left the window: its bucket may hold a later one's counts now
+		}
+		i := bCounts + mod(k, BoundedBuckets+1)
+		n := min(int64(cost), b[i])
+		b[i] -= n
+		b[bSum] -= n
 	}
 }
 

@@ -9,6 +9,7 @@ const (
 	Admitted Outcome = iota // the request had room
 	Refused                 // over the limit (let through in dry run)
 	Errored                 // the store failed, and the fail mode decided
+	Released                // admitted, then given back: its status did not count (WithCountWhen)
 )
 
 // String names the outcome, for metric labels.
@@ -20,6 +21,8 @@ func (o Outcome) String() string {
 		return "refused"
 	case Errored:
 		return "error"
+	case Released:
+		return "released"
 	}
 	return "outcome(" + itoa(int(o)) + ")"
 }

@@ -67,3 +67,5 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 }
 
 func (r Rate) Exact() bool { return r.exact() }
+
+func (p *Policy) Release(s []int64, at int64, cost int) { p.release(s, at, cost) }

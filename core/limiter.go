@@ -135,6 +135,9 @@ func construct(rates []Rate, cfg config) (*limiter, error) {
 		l.store = theDefaultStore()
 	}
 	l.mem, _ = l.store.(*MemoryStore)
+	if err := l.checkCountWhen(); err != nil {
+		return nil, err
+	}
 	l.rateNames, l.policyField = l.names("")
 	l.policyValue[0] = l.policyField
 	l.altNames, l.altPolicyField = l.rateNames, l.policyField
@@ -226,6 +229,9 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
+	if c.countWhen != nil {
+		v.Release = l.hold(l.store, q, in.Route, &v.Decision)
+	}
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
@@ -348,6 +354,7 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 		l.localOnce.Do(func() { l.local = NewMemoryStore(nil) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
+			v.Release = l.hold(l.local, q, route, &d)
 		}
 	}
 	l.observe(Errored, q, route, v, took)

@@ -244,6 +244,33 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	return nil
 }
 
+// Release implements Releaser: it gives back the grant a decision of q recorded at grant
+// (Decision.Grant). It fails only for a nil policy.
+func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
+	p := q.Policy
+	if p == nil {
+		return errNilPolicy
+	}
+	t := m.table(p)
+	h := m.hash(t, q.Scope, q.Key)
+	e := t.shards[h>>(64-6)].find(h)
+	if e == nil {
+		// Decided in the overflow bucket while the store was full (or swept since, and
+		// then the grant is out of every window and not in the overflow bucket either).
+		if e = t.overflow.Load(); e == nil {
+			return nil
+		}
+	}
+	s := unsafe.Slice(e, t.width)
+	mu := entryLock(s)
+	mu.Lock()
+	if atomic.LoadInt64(&s[0]) != sweptHash {
+		p.release(s[2:], grant, q.Cost)
+	}
+	mu.Unlock()
+	return nil
+}
+
 // table returns the key table of p's text, remembered on p for the common case of one
 // store per policy.
 func (m *MemoryStore) table(p *Policy) *keyTable {

@@ -20,6 +20,7 @@ type config struct {
 	skip            func(Request) bool
 	cost            func(Request) int
 	mode            Mode
+	countWhen       func(status int) bool
 	headers         HeaderStyle
 	failMode        FailMode
 	failStatus      int

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,8 @@ var scenarios = []struct {
 	{"ConcurrentStrict", concurrentStrict},
 	{"Counter", counter},
 	{"Reset", reset},
+	{"Release", release},
+	{"ReleaseConcurrent", releaseConcurrent},
 }
 
 // window is the first attempt's window (see retry).
@@ -672,5 +675,138 @@ func reset(t *testing.T, h Harness) {
 	}
 	if admitted != 3 {
 		t.Fatalf("after the racing resets and one more, %d of 5 admitted, want 3", admitted)
+	}
+}
+
+// release: a store that is a core.Releaser gives back exactly the grant named, the one a
+// decision recorded, even after later grants landed: the oldest grant given back, a
+// refusal's wait runs from the second; in bounded rates its units leave its bucket; other
+// keys keep theirs; a grant given back twice, or never made, changes nothing more.
+func release(t *testing.T, h Harness) {
+	rel, ok := h.Store.(core.Releaser)
+	if !ok {
+		t.Skipf("%T is not a core.Releaser", h.Store)
+	}
+	ctx := context.Background()
+	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
+		for _, extra := range []string{"", ",300/1d", ",2000/1d"} {
+			p := core.MustParsePolicy(fmt.Sprintf("3/%v%s", w, extra))
+			q := core.Query{Policy: p, Scope: "login", Key: key("alice" + extra)}
+			var at [3]span
+			var ds [3]core.Decision
+			for i := range at {
+				if i > 0 {
+					tl.wait(w / 8)
+				}
+				ds[i], at[i] = tl.decide(t, q)
+				if !ds[i].Allowed {
+					t.Fatalf("%s: request %d refused: %+v", p, i+1, ds[i])
+				}
+			}
+			if err := rel.Release(ctx, q, ds[0].Grant); err != nil {
+				t.Fatalf("%s: Release: %v", p, err)
+			}
+			if err := rel.Release(ctx, q, ds[0].Grant); err != nil { // again: nothing left to give
+				t.Fatalf("%s: Release again: %v", p, err)
+			}
+			if d, _ := tl.decide(t, q); !d.Allowed {
+				t.Fatalf("%s: refused after the first grant was given back: %+v", p, d)
+			}
+			d, last := tl.decide(t, q)
+			if !tl.inTime(t, "the grants", at[0], last, w) {
+				return false
+			}
+			// The second grant is now the oldest: the wait runs from it, not from the
+			// first (given back) nor from the newest.
+			if lo, hi := tl.until(at[1], w, last); d.Allowed || d.RetryAfter < lo || d.RetryAfter > hi {
+				t.Fatalf("%s: at %v got %+v, want refused until the second grant (at %v) is %v old: RetryAfter in [%v, %v]", p, last, d, at[1], w, lo, hi)
+			}
+		}
+		return true
+	})
+	// Bounded rates, alone and several: a grant's units leave its bucket.
+	for _, text := range []string{"300/1h", "300/1h,400/1d", "2/1h,300/1d"} {
+		p := core.MustParsePolicy(text)
+		q := core.Query{Policy: p, Scope: "bulk", Key: "k", Cost: 1}
+		if p.Rate(0).Count == 300 {
+			q.Cost = 100
+		}
+		var first core.Decision
+		for i := range 2 {
+			d := decide(t, h, q)
+			if !d.Allowed {
+				t.Fatalf("%s: grant %d refused: %+v", text, i+1, d)
+			}
+			if i == 0 {
+				first = d
+			}
+		}
+		other := core.Query{Policy: p, Scope: "bulk", Key: "other", Cost: q.Cost}
+		decide(t, h, other)
+		if err := rel.Release(ctx, q, first.Grant); err != nil {
+			t.Fatalf("%s: Release: %v", text, err)
+		}
+		pq := q
+		pq.Mode = core.Peek
+		want := p.Rate(0).Count - q.Cost
+		if d := decide(t, h, pq); !d.Allowed || d.Remaining != want {
+			t.Fatalf("%s: after giving back one of two grants of %d: %+v, want %d remaining", text, q.Cost, d, want)
+		}
+		po := other
+		po.Mode = core.Peek
+		if d := decide(t, h, po); d.Remaining != want {
+			t.Fatalf("%s: another key after the release: %+v, want its own %d remaining", text, d, want)
+		}
+		if err := rel.Release(ctx, core.Query{Policy: p, Scope: "bulk", Key: "never-seen", Cost: q.Cost}, first.Grant); err != nil {
+			t.Fatalf("%s: Release on a bucket never used: %v", text, err)
+		}
+	}
+}
+
+// releaseConcurrent: decisions and releases racing on one key from many goroutines leave
+// it exact: afterwards it counts exactly the grants that were not given back.
+func releaseConcurrent(t *testing.T, h Harness) {
+	rel, ok := h.Store.(core.Releaser)
+	if !ok {
+		t.Skipf("%T is not a core.Releaser", h.Store)
+	}
+	ctx := context.Background()
+	for _, text := range []string{"30/1h", "30/1h,400/1d", "300/1h"} {
+		p := core.MustParsePolicy(text)
+		q := core.Query{Policy: p, Scope: "race", Key: "k"}
+		var kept atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					d, err := h.Store.Decide(ctx, q)
+					if err == nil && d.Allowed {
+						if (g+i)%2 == 0 {
+							err = rel.Release(ctx, q, d.Grant)
+						} else {
+							kept.Add(1)
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%s: %v", text, err)
+		}
+		pq := q
+		pq.Mode = core.Peek
+		d := decide(t, h, pq)
+		if want := p.Rate(0).Count - int(kept.Load()); d.Remaining != want {
+			t.Fatalf("%s: %d grants kept, %d remaining, want %d", text, kept.Load(), d.Remaining, want)
+		}
 	}
 }

@@ -40,6 +40,11 @@ type Limiter interface {
 	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
 	// help. It never fails: store errors go to the error hook and the fail mode decides.
 	Check(ctx context.Context, in Input, h HeaderSetter) Verdict
+	// Settle finishes an admitted request whose Verdict carries a Release, once its
+	// handler has answered with status: the limit's rule decides whether it counts. A
+	// request whose status cannot be known (its handler panicked, its connection was
+	// taken over) is not settled, and counts.
+	Settle(ctx context.Context, v Verdict, status int)
 	// DenyBody returns the plain-text body of a refusal whose Verdict carried err.
 	DenyBody(err error) string
 	// Extension returns the adapter's setting stored under key by Option, or nil.

@@ -35,6 +35,9 @@ type Verdict[D any] struct {
 	Skipped bool
 	// Err is the store's error, if it failed, or why the request can never be admitted.
 	Err error
+	// Release is not nil when the request's slot is given back if its response does not
+	// count: the adapter then learns the response's status and passes it to Settle.
+	Release any
 }
 
 // A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over

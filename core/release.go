@@ -1,0 +1,98 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// A Releaser is a Store that can give a grant back: Release makes the bucket of q forget
+// the grant an Enforce decision of q recorded and named in Decision.Grant, as if it had
+// never been admitted, while every other grant, earlier or later, stays. Decisions on the
+// bucket that run at the same time see the grant before or after, never half released. A
+// grant that has left every window, or a bucket reset since, leaves nothing to give back.
+// MemoryStore and the Redis store implement it; WithCountWhen needs it.
+type Releaser interface {
+	Release(ctx context.Context, q Query, grant int64) error
+}
+
+// WithCountWhen counts a request against the limit only if counts(status) reports true for
+// its response's status: core.Failed for login protection ("5 failed attempts per 15
+// minutes"), core.Succeeded to count only what was served.
+//
+//	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
+//
+// A request still takes its slot when it is admitted, so requests in flight never exceed
+// the limit, and gives it back once its handler has answered with a status that does not
+// count: in any interval of the period, at most count requests that count are admitted. A
+// handler that panics, or a connection taken over (a WebSocket), counts, since its status
+// is not known; so does a request whose slot the store fails to give back (the error hook
+// is told). The store must implement Releaser; WithPenalty cannot be combined with it.
+func WithCountWhen(counts func(status int) bool) Option {
+	return func(c *config) error {
+		if counts == nil {
+			return errors.New("WithCountWhen(nil): pass a rule on the status, such as core.Failed")
+		}
+		c.countWhen = counts
+		return nil
+	}
+}
+
+// Failed reports whether status is a client or server error, 400 or above: the rule of a
+// limit that counts failed attempts.
+func Failed(status int) bool { return status >= 400 }
+
+// Succeeded reports whether status is below 400: the rule of a limit that counts only
+// requests that were served.
+func Succeeded(status int) bool { return status < 400 }
+
+// checkCountWhen refuses a limit that counts by outcome without the means to.
+func (l *limiter) checkCountWhen() error {
+	if l.cfg.countWhen == nil {
+		return nil
+	}
+	if l.cfg.mode == Penalty {
+		return errors.New("WithCountWhen with WithPenalty: a refusal the penalty records is never given back, so the two cannot be combined; use one")
+	}
+	if _, ok := l.store.(Releaser); !ok {
+		return fmt.Errorf("WithCountWhen: the store %T cannot give a grant back (see core.Releaser)", l.store)
+	}
+	return nil
+}
+
+// A pending grant is an admitted request's slot that its response may give back.
+type pending struct {
+	l     *limiter
+	store Store // the store that recorded it: FailLocal's, after a failure
+	q     Query
+	grant int64
+	route string
+}
+
+// hold returns the grant the decision d of q in store recorded, for the verdict to carry
+// to Settle, or nil when nothing may be given back.
+func (l *limiter) hold(store Store, q Query, route string, d *Decision) any {
+	if l.cfg.countWhen == nil || !d.Allowed || q.Mode != Enforce {
+		return nil
+	}
+	return &pending{l: l, store: store, q: q, grant: d.Grant, route: route}
+}
+
+// Settle finishes a request whose verdict carried a grant that may be given back: the
+// response's status decides whether it counts. It never fails: a store error goes to the
+// error hook, and the grant stays counted.
+func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
+	p, _ := v.Release.(*pending)
+	if p == nil || p.l.cfg.countWhen(status) {
+		return
+	}
+	// The client may be gone once its response is written; the slot is still the
+	// service's to give back, within the store's own time limit.
+	ctx = context.WithoutCancel(ctx)
+	if err := p.store.(Releaser).Release(ctx, p.q, p.grant); err != nil {
+		p.l.report(ctx, fmt.Errorf("reqlimit: giving back the slot of a response with status %d failed for %s %q, so it counts: %w",
+			status, p.q.Policy, p.route, err))
+		return
+	}
+	p.l.observe(Released, p.q, p.route, v, 0)
+}
