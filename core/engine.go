@@ -15,6 +15,7 @@ func init() {
 	hook.DecideState = func(p any, s []int64, now int64, cost int, mode uint8) (any, error) {
 		return p.(*Policy).decideState(s, now, cost, Mode(mode))
 	}
+	hook.ReleaseState = func(p any, s []int64, grant int64, cost int) { p.(*Policy).release(s, grant, cost) }
 }
 
 // The engine works on a key's state: a []int64 of p.stateLen slots, laid out as

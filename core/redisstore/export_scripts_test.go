@@ -8,5 +8,6 @@ func ScriptSources() map[string]string {
 		"bounded1.lua": bounded1Src,
 		"boundedn.lua": boundedNSrc,
 		"decide.lua":   decideSrc,
+		"release.lua":  releaseSrc,
 	}
 }

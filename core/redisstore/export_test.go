@@ -34,3 +34,8 @@ func EngineDecide(p *core.Policy, s []int64, now int64, cost int, mode core.Mode
 	}
 	return d.(core.Decision), nil
 }
+
+// EngineRelease is core's engine giving back the grant recorded at grant on state s.
+func EngineRelease(p *core.Policy, s []int64, grant int64, cost int) {
+	hook.ReleaseState(p, s, grant, cost)
+}

@@ -36,6 +36,7 @@ var (
 	bounded1Src = mustAssemble("bounded1.lua")
 	boundedNSrc = mustAssemble("boundedn.lua")
 	decideSrc   = mustAssemble("decide.lua")
+	releaseSrc  = mustAssemble("release.lua")
 )
 
 func mustAssemble(name string) string {

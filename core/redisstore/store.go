@@ -44,6 +44,7 @@ var (
 	bounded1Script = redis.NewScript(bounded1Src)
 	exactNScript   = redis.NewScript(exactNSrc)
 	boundedNScript = redis.NewScript(boundedNSrc)
+	releaseScript  = redis.NewScript(releaseSrc)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
@@ -270,6 +271,64 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	return nil
 }
 
+// Release implements core.Releaser: it gives back the grant a decision of q recorded at
+// grant (Decision.Grant, the server's time in microseconds), in one script, so a decision on
+// the key runs wholly before or after it. This process forgets its cached refusal of the
+// key too; another process's cached refusal lasts until its wait ends (stricter, never
+// looser).
+func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
+	p := q.Policy
+	if p == nil {
+		return errNilPolicy
+	}
+	h := hashOf(p, q.Scope, q.Key)
+	key := s.keyName(h)
+	if s.deny != nil {
+		s.deny.drop(h)
+	}
+	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(s.plan(p), p, grant, max(q.Cost, 1))}); err != nil {
+		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
+	}
+	if s.deny != nil {
+		s.deny.drop(h) // a refusal cached while the release was under way
+	}
+	return nil
+}
+
+// releaseArgs packs release.lua's ARGV: the layout's kind (by the script that decides p),
+// the grant, its cost, the ring's length, the number of rates and of bounded rates, and
+// each bounded rate's granule.
+func releaseArgs(pl *plan, p *core.Policy, grant int64, cost int) []byte {
+	var kind int64
+	switch pl.script {
+	case exact1Script:
+		kind = 1
+	case exactNScript:
+		kind = 2
+	case bounded1Script:
+		kind = 3
+	case boundedNScript:
+		kind = 4
+	default:
+		kind = 5
+	}
+	var logLen int64
+	var grans []int64
+	for i := range p.NumRates() {
+		r := p.Rate(i)
+		if exact(r) {
+			logLen = max(logLen, int64(r.Count))
+		} else {
+			grans = append(grans, granuleOf(micros(r.Period)))
+		}
+	}
+	b := make([]byte, 0, 8*(6+len(grans)))
+	for _, x := range append([]int64{kind, grant, int64(cost), logLen, int64(p.NumRates()), int64(len(grans))}, grans...) {
+		b = binary.LittleEndian.AppendUint64(b, uint64(x))
+	}
+	return b
+}
+
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
@@ -292,7 +351,7 @@ func replyOf(cmd *redis.Cmd) (reply, error) {
 }
 
 // replyLen is the number of int64s every script returns, packed little-endian in one string.
-const replyLen = 7
+const replyLen = 8
 
 // A reply is a script's answer, unpacked.
 type reply [replyLen]int64
@@ -479,5 +538,6 @@ func decision(p *core.Policy, v reply) (core.Decision, time.Duration, error) {
 		RetryAfter: time.Duration(v[3]) * time.Microsecond,
 		Reset:      time.Duration(v[4]) * time.Microsecond,
 		FullReset:  time.Duration(v[5]) * time.Microsecond,
+		Grant:      v[7],
 	}, time.Duration(v[6]) * time.Microsecond, nil
 }

@@ -81,7 +81,27 @@ func TestMatchesEngine(t *testing.T) {
 				store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)),
 					redisstore.WithClock(clock), redisstore.WithDenyCache(deny))
 				states := map[string][]int64{"a": redisstore.EngineState(p), "b": redisstore.EngineState(p)}
+				// Grants admitted in Enforce mode, some given back later (as a limit
+				// counting by outcome does), often after later grants: the engine's
+				// name for each and the store's.
+				type grant struct {
+					key           string
+					engine, redis int64
+					cost          int
+				}
+				var grants []grant
+				released := 0
 				for step := range 1500 {
+					if len(grants) > 0 && rng.IntN(6) == 0 {
+						i := rng.IntN(len(grants))
+						g := grants[i]
+						grants = append(grants[:i], grants[i+1:]...)
+						redisstore.EngineRelease(p, states[g.key], g.engine, g.cost)
+						if err := store.Release(context.Background(), core.Query{Policy: p, Key: g.key, Cost: g.cost}, g.redis); err != nil {
+							t.Fatalf("step %d: Release: %v", step, err)
+						}
+						released++
+					}
 					// Mostly small steps, some zero, some past every window.
 					var adv time.Duration
 					switch rng.IntN(10) {
@@ -128,6 +148,15 @@ func TestMatchesEngine(t *testing.T) {
 					if err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
+					if got.Allowed && mode == core.Enforce {
+						// Both record at now, or at the key's newest grant if the clock
+						// stepped back behind it: the same instant, in their own units.
+						if want.Allowed && got.Grant*1000 != want.Grant {
+							t.Fatalf("step %d: the store's grant is at %d µs, the engine's at %d ns", step, got.Grant, want.Grant)
+						}
+						grants = append(grants, grant{key, want.Grant, got.Grant, max(cost, 1)})
+					}
+					got.Grant, want.Grant = 0, 0 // nanoseconds against microseconds; each side keeps its own
 					same := got == want
 					if deny {
 						// The deny cache is exact on what it promises: the refusal, and for
@@ -138,6 +167,9 @@ func TestMatchesEngine(t *testing.T) {
 					if !same {
 						t.Fatalf("step %d (t+%v, key %s, cost %d, %v):\n got %+v\nwant %+v", step, now.Sub(start), key, cost, mode, got, want)
 					}
+				}
+				if released == 0 {
+					t.Fatal("no grant was given back: the releases went untested")
 				}
 			})
 		}
@@ -656,6 +688,10 @@ func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := store.Decide(context.Background(), core.Query{Policy: p, Key: "k", Cost: s.cost, Mode: s.mode})
+		if want.Grant != 0 && got.Grant*1000 != want.Grant {
+			t.Fatalf("t+%v: the store's grant is at %d µs, the engine's at %d ns", s.at, got.Grant, want.Grant)
+		}
+		got.Grant, want.Grant = 0, 0 // microseconds against nanoseconds
 		if err != nil || got != want {
 			t.Fatalf("t+%v cost %d %v:\n got %+v (%v)\nwant %+v", s.at, s.cost, s.mode, got, err, want)
 		}

@@ -102,7 +102,8 @@ var (
 // core.Decision, mode a core.Mode.
 var (
 	NewState    func(policy any) []int64
-	DecideState func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
+	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
+	ReleaseState func(policy any, state []int64, grant int64, cost int)
 )
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
