@@ -101,7 +101,7 @@ var (
 // engine state for state (the Redis scripts): policy is a *core.Policy, the decision a
 // core.Decision, mode a core.Mode.
 var (
-	NewState    func(policy any) []int64
+	NewState     func(policy any) []int64
 	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
 	ReleaseState func(policy any, state []int64, grant int64, cost int)
 )
