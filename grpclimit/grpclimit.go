@@ -25,6 +25,14 @@
 // a key function's core.Request reads metadata through Header, and its Method, Path and
 // Route are the full method name. Options that name HTTP statuses (core.WithDenyResponse,
 // core.WithFailStatus) set no gRPC code; WithDenyHandler does.
+//
+// core.WithCountWhen counts a call only if its outcome satisfies the rule, which takes the
+// HTTP status grpc-gateway maps the call's gRPC code to (OK 200, Unauthenticated 401,
+// PermissionDenied 403; New lists them all): with core.WithCountWhen(core.Failed), a login
+// method counts only the calls that fail. A call takes its slot when it is admitted and
+// gives it back when its handler returns a code the rule does not count; a stream holds its
+// slot while it is open and is settled by the code its handler ends it with. A handler
+// that panics keeps its slot.
 package grpclimit
 
 import (
@@ -80,6 +88,22 @@ type entry struct {
 // ("/pkg.Service/Method"), a service name ("pkg.Service" or "/pkg.Service/") or "*" to a
 // policy in text form ("3/1m", "500/2s,2000/10s"). opts apply to every entry. A bad name,
 // policy or option is an error naming the entry.
+//
+// Under core.WithCountWhen, the rule sees the HTTP status of the code the handler returned
+// (nil is OK; an error that is not a gRPC status is Unknown, or Canceled or DeadlineExceeded
+// for a context error, as the server sends it), mapped as grpc-gateway's
+// runtime.HTTPStatusFromCode does:
+//
+//	OK 200                 Canceled 499            Unknown 500
+//	InvalidArgument 400    DeadlineExceeded 504    NotFound 404
+//	AlreadyExists 409      PermissionDenied 403    Unauthenticated 401
+//	ResourceExhausted 429  FailedPrecondition 400  Aborted 409
+//	OutOfRange 400         Unimplemented 501       Internal 500
+//	Unavailable 503        DataLoss 500            any other code 500
+//
+// The code is the one the handler and the interceptors after these returned; interceptors
+// before them (a recovery interceptor turning a panic into Internal) are not seen. A
+// handler that panics is not settled: its call counts.
 func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
 	if len(limits) == 0 {
 		return nil, errors.New("grpclimit: no limits: want a map from method, service or \"*\" to a policy")
@@ -204,7 +228,7 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 		if e == nil {
 			return handler(ctx, req)
 		}
-		md, err := ic.check(ctx, e, info.FullMethod)
+		v, md, err := ic.check(ctx, e, info.FullMethod)
 		if md != nil {
 			// Fails only outside a server's call (an interceptor called directly), where
 			// there is no response to carry the fields.
@@ -213,32 +237,47 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 		if err != nil {
 			return nil, err
 		}
-		return handler(ctx, req)
+		if v.Release == nil {
+			return handler(ctx, req)
+		}
+		// core.WithCountWhen: the code the handler returns decides whether the call
+		// counts. A handler that panics never gets here, and its call counts.
+		reply, err := handler(ctx, req)
+		e.l.Settle(ctx, v, httpStatus(err))
+		return reply, err
 	}
 }
 
 // Stream returns the interceptor for streaming calls: a stream is counted once, when it
-// is opened, and a refused stream fails before the handler runs.
+// is opened, and a refused stream fails before the handler runs. Under core.WithCountWhen
+// it holds its slot until its handler returns, whose code decides whether it counts.
 func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		e := ic.lookup(info.FullMethod)
 		if e == nil {
 			return handler(srv, ss)
 		}
-		md, err := ic.check(ss.Context(), e, info.FullMethod)
+		v, md, err := ic.check(ss.Context(), e, info.FullMethod)
 		if md != nil {
 			_ = ss.SetHeader(md)
 		}
 		if err != nil {
 			return err
 		}
-		return handler(srv, ss)
+		if v.Release == nil {
+			return handler(srv, ss)
+		}
+		// core.WithCountWhen: the stream holds its slot while it is open, and the code its
+		// handler ends it with decides whether it counts; a handler that panics, counts.
+		err = handler(srv, ss)
+		e.l.Settle(ss.Context(), v, httpStatus(err))
+		return err
 	}
 }
 
-// check decides one call: the header metadata to send (nil for none) and, when the call
-// is refused, its error.
-func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (metadata.MD, error) {
+// check decides one call: its verdict, the header metadata to send (nil for none) and,
+// when the call is refused, its error.
+func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (adapter.Verdict, metadata.MD, error) {
 	var addr string
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
@@ -253,12 +292,12 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (met
 		md = nil
 	}
 	if v.Allowed {
-		return md, nil
+		return v, md, nil
 	}
 	if ic.deny != nil {
-		return md, ic.deny(ctx, method, v.Decision, v.Err)
+		return v, md, ic.deny(ctx, method, v.Decision, v.Err)
 	}
-	return md, refusal(e.l, v)
+	return v, md, refusal(e.l, v)
 }
 
 // refusal is the error of a refused call: over the limit, ResourceExhausted with the
