@@ -144,3 +144,26 @@ func ExampleWithTiers() {
 	// Output:
 	// 200 "2/1m";r=1;t=60 | 200 "5/1m";r=4;t=60 | 200  | 200 "2/1m";r=0;t=60 | 429 "2/1m";r=0;t=60
 }
+
+// Login protection: only failed attempts count, 3 per 15 minutes. Successful logins give
+// their slot back, so a user who signs in is never slowed down.
+func ExampleWithCountWhen() {
+	limit := nethttp.Limit(3, 15*time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed))
+	login := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Password") != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	try := func(password string) int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/login", nil)
+		r.Header.Set("X-Password", password)
+		login.ServeHTTP(w, r)
+		return w.Code
+	}
+	fmt.Println(try("s3cret"), try("s3cret"), try("s3cret"), try("s3cret"))
+	fmt.Println(try("guess"), try("guess"), try("guess"), try("guess"), try("s3cret"))
+	// Output:
+	// 200 200 200 200
+	// 401 401 401 429 429
+}

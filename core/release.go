@@ -25,9 +25,11 @@ type Releaser interface {
 // A request still takes its slot when it is admitted, so requests in flight never exceed
 // the limit, and gives it back once its handler has answered with a status that does not
 // count: in any interval of the period, at most count requests that count are admitted. A
-// handler that panics, or a connection taken over (a WebSocket), counts, since its status
-// is not known; so does a request whose slot the store fails to give back (the error hook
-// is told). The store must implement Releaser; WithPenalty cannot be combined with it.
+// handler that panics counts, since its status is not known, and so does a connection taken
+// over (a WebSocket) on net/http and Fiber (Gin and Echo report such a connection with the
+// status their writer holds); so does a request whose slot the store fails to give back
+// (the error hook is told). The store must implement Releaser; WithPenalty cannot be
+// combined with it.
 func WithCountWhen(counts func(status int) bool) Option {
 	return func(c *config) error {
 		if counts == nil {
@@ -87,8 +89,11 @@ func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
 		return
 	}
 	// The client may be gone once its response is written; the slot is still the
-	// service's to give back, within the store's own time limit.
-	ctx = context.WithoutCancel(ctx)
+	// service's to give back, within the store's own time limit. The memory store
+	// ignores ctx, and spares the context an allocation.
+	if _, mem := p.store.(*MemoryStore); !mem {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if err := p.store.(Releaser).Release(ctx, p.q, p.grant); err != nil {
 		p.l.report(ctx, fmt.Errorf("reqlimit: giving back the slot of a response with status %d failed for %s %q, so it counts: %w",
 			status, p.q.Policy, p.route, err))

@@ -36,7 +36,19 @@ func (adapter) WithDenyHandler(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
-	return adaptertest.ServeHTTP(a.handler(app))
+	return adaptertest.ServeHTTP(adaptertest.Recover(a.handler(app)))
+}
+
+func ok(c echo.Context) error { return c.String(200, "ok") }
+
+// answer is the handler of a route that answers as the request asks: a failure is an
+// error, which Echo's error handler writes after every middleware has returned.
+func answer(c echo.Context) error {
+	status := adaptertest.Answer(c.Request().Header.Get)
+	if status >= 400 {
+		return echo.NewHTTPError(status)
+	}
+	return c.String(status, "ok")
 }
 
 func (a adapter) handler(app adaptertest.App) http.Handler {
@@ -71,7 +83,11 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 	e.Pre(a.MountAll(app.Pre, trust...)...)
 	e.Use(a.MountAll(app.Use, trust...)...)
 	for _, rt := range app.Routes {
-		e.GET(rt.Path, func(c echo.Context) error { return c.String(200, "ok") }, a.MountAll(rt.Limits, trust...)...)
+		h := ok
+		if rt.Answers {
+			h = answer
+		}
+		e.GET(rt.Path, h, a.MountAll(rt.Limits, trust...)...)
 	}
 	return e
 }

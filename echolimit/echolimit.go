@@ -14,11 +14,20 @@
 // told otherwise, so an application opts in once its extractor trusts only its proxies.
 // Refused requests get 429 with Retry-After; every response carries the IETF RateLimit and
 // RateLimit-Policy fields.
+//
+// A limit that counts by outcome (core.WithCountWhen) takes the response's status once
+// the handlers after it have returned: the status written, or 200 when nothing was. When
+// they returned an error and wrote nothing, the response is written by Echo's
+// HTTPErrorHandler only after every middleware has returned, so the status is the one
+// DefaultHTTPErrorHandler writes for the error (an *echo.HTTPError's Code, else 500): an
+// HTTPErrorHandler that maps errors to other statuses is not seen. A request whose
+// handler panics counts.
 package echolimit
 
 import (
 	"context"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -75,7 +84,14 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	}
 	v := m.l.Check(r.Context(), in, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
-		return next(c)
+		if v.Release == nil {
+			return next(c)
+		}
+		// The limit counts by outcome: the handlers have answered, or returned the error
+		// Echo will answer with. A panic never gets here, and counts.
+		err := next(c)
+		m.l.Settle(r.Context(), v, status(c.Response(), err))
+		return err
 	}
 	if m.deny != nil {
 		return m.deny(c, v.Decision)
@@ -89,6 +105,27 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}
+
+// status returns the status of a response whose handlers returned err: the one written,
+// once the response is committed; else the one Echo's DefaultHTTPErrorHandler writes for
+// err (an *echo.HTTPError's Code, or that of the *echo.HTTPError it holds as Internal;
+// 500 for any other error); else 200, which net/http sends for a response left empty.
+func status(resp *echo.Response, err error) int {
+	switch {
+	case resp.Committed:
+		return resp.Status
+	case err == nil:
+		return http.StatusOK
+	}
+	he, ok := err.(*echo.HTTPError) // not errors.As: the handler does not unwrap either
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	if in, ok := he.Internal.(*echo.HTTPError); ok {
+		he = in
+	}
+	return he.Code
+}
 
 // A DenyFunc writes the response to a refused request, or returns an error for Echo's
 // HTTPErrorHandler (echo.NewHTTPError). Rate-limit fields and Retry-After are already set.

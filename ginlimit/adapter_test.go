@@ -37,8 +37,13 @@ func (adapter) WithDenyHandler(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
-	return adaptertest.ServeHTTP(a.handler(app))
+	return adaptertest.ServeHTTP(adaptertest.Recover(a.handler(app)))
 }
+
+func ok(c *gin.Context) { c.String(200, "ok") }
+
+// answer is the handler of a route that answers as the request asks.
+func answer(c *gin.Context) { c.String(adaptertest.Answer(c.GetHeader), "ok") }
 
 func (a adapter) handler(app adaptertest.App) http.Handler {
 	r := gin.New()
@@ -60,7 +65,11 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 		r.Use(m)
 	}
 	for _, rt := range app.Routes {
-		r.GET(rt.Path, append(a.MountAll(rt.Limits, trust...), func(c *gin.Context) { c.String(200, "ok") })...)
+		h := ok
+		if rt.Answers {
+			h = answer
+		}
+		r.GET(rt.Path, append(a.MountAll(rt.Limits, trust...), h)...)
 	}
 	return r
 }

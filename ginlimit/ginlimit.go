@@ -10,6 +10,10 @@
 // core.WithClientIPFromFramework(); or let reqlimit read forwarded headers itself with
 // core.WithTrustedProxies. Refused requests get 429 with Retry-After; every response
 // carries the IETF RateLimit and RateLimit-Policy fields.
+//
+// A limit that counts by outcome (core.WithCountWhen) runs the handlers after it itself
+// (c.Next) and takes the response's status from c.Writer.Status() once they have
+// returned. A request whose handler panics counts.
 package ginlimit
 
 import (
@@ -53,6 +57,11 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}}, adapter.HeaderMap(c.Writer.Header()))
 		if v.Allowed {
 			c.Next()
+			if v.Release != nil {
+				// The limit counts by outcome: the handlers have answered. A panic
+				// never gets here, and counts.
+				l.Settle(c.Request.Context(), v, c.Writer.Status())
+			}
 			return
 		}
 		c.Abort()

@@ -43,7 +43,13 @@ func (adapter) WithDenyHandler(status int, body string) core.Option {
 }
 
 func (a adapter) Serve(app adaptertest.App) func(adaptertest.Request) adaptertest.Response {
-	return adaptertest.ServeHTTP(a.handler(app))
+	return adaptertest.ServeHTTP(adaptertest.Recover(a.handler(app)))
+}
+
+// answer is the handler of a route that answers as the request asks.
+func answer(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(adaptertest.Answer(r.Header.Get))
+	io.WriteString(w, "ok")
 }
 
 func (a adapter) handler(app adaptertest.App) http.Handler {
@@ -62,6 +68,9 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 	}
 	for _, rt := range app.Routes {
 		var h http.Handler = ok
+		if rt.Answers {
+			h = http.HandlerFunc(answer)
+		}
 		for i := len(rt.Limits) - 1; i >= 0; i-- {
 			h = a.Mount(rt.Limits[i])(h)
 		}

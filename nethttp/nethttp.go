@@ -9,6 +9,11 @@
 // it counts every request in one bucket per client, unless WithMux or WithPattern lets it
 // ask the router. Refused requests get 429 with Retry-After at once; every response
 // carries the IETF RateLimit and RateLimit-Policy fields.
+//
+// A limit that counts by outcome (core.WithCountWhen) learns the response's status from
+// what the handler writes: the first final status it passes to WriteHeader, or 200 when
+// it writes the body first or nothing at all. A request whose handler panics, or hijacks
+// the connection, counts.
 package nethttp
 
 import (
@@ -63,7 +68,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}}, adapter.HeaderMap(w.Header()))
 	if v.Allowed {
-		h.next.ServeHTTP(w, r)
+		if v.Release == nil {
+			h.next.ServeHTTP(w, r)
+			return
+		}
+		// The limit counts by outcome: learn the status the handler writes. A handler
+		// that panics is not settled, and counts.
+		s := &statusWriter{ResponseWriter: w}
+		h.next.ServeHTTP(s.wrap(), r)
+		if status, ok := s.result(); ok {
+			h.l.Settle(r.Context(), v, status)
+		}
 		return
 	}
 	if h.deny != nil {

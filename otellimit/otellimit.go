@@ -128,7 +128,7 @@ func New(mp metric.MeterProvider) *Metrics {
 	m := &Metrics{}
 	var err error
 	if m.requests, err = meter.Int64ObservableCounter("reqlimit.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests a limit decided, by reqlimit.result: admitted, refused, dry_run_refused (over the limit but let through in dry run) or store_error (the fail mode decided).")); err != nil || m.requests == nil {
+		metric.WithDescription("Requests a limit decided, by reqlimit.result: admitted, refused, dry_run_refused (over the limit but let through in dry run), store_error (the fail mode decided) or released (admitted, then given back by its status: core.WithCountWhen).")); err != nil || m.requests == nil {
 		report(err)
 		m.requests, _ = noops.Int64ObservableCounter("")
 	}

@@ -74,7 +74,7 @@ type point struct {
 }
 
 const (
-	requestsDesc = "Requests a limit decided, by reqlimit.result: admitted, refused, dry_run_refused (over the limit but let through in dry run) or store_error (the fail mode decided)."
+	requestsDesc = "Requests a limit decided, by reqlimit.result: admitted, refused, dry_run_refused (over the limit but let through in dry run), store_error (the fail mode decided) or released (admitted, then given back by its status: core.WithCountWhen)."
 	errorsDesc   = "Decisions the store failed, by error.type: timeout, canceled, connection or _OTHER."
 )
 
@@ -141,6 +141,19 @@ func TestAdmittedAndRefusedCounts(t *testing.T) {
 	if n, _ := durations(t, ms); n != 0 {
 		t.Errorf("%d store duration samples for the memory store, want 0", n)
 	}
+}
+
+// A limit counting failures only: successes are admitted, then released.
+func TestReleasedCounts(t *testing.T) {
+	m, reader := setup()
+	mux := http.NewServeMux()
+	mux.Handle("GET /user/{id}", nethttp.Limit(3, time.Minute, fresh(), core.WithCountWhen(core.Failed), m.Option())(ok))
+
+	got := send(mux, "/user/1", "192.0.2.1:1234", 5)
+	if want := []int{200, 200, 200, 200, 200}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	assertEqual(t, requests(point{"GET /user/{id}", "3/1m", "admitted", 5}, point{"GET /user/{id}", "3/1m", "released", 5}), collect(t, reader))
 }
 
 func TestDryRunCounts(t *testing.T) {

@@ -102,7 +102,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reqlimit_requests_total",
-			Help: "Requests a limit decided, by scope (the route pattern, or a WithScope name), policy and outcome: admitted, refused, dry_run_refused (over the limit but let through in dry run) or store_error (the fail mode decided).",
+			Help: "Requests a limit decided, by scope (the route pattern, or a WithScope name), policy and outcome: admitted, refused, dry_run_refused (over the limit but let through in dry run), store_error (the fail mode decided) or released (admitted, then given back by its status: core.WithCountWhen).",
 		}, []string{"scope", "policy", "outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "reqlimit_store_duration_seconds",

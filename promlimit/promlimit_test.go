@@ -26,7 +26,7 @@ import (
 // The metrics' headers, as the text format shows them: GatherAndCompare compares the help
 // text too, so a change to it is a change these tests see.
 const (
-	requestsHeader = `# HELP reqlimit_requests_total Requests a limit decided, by scope (the route pattern, or a WithScope name), policy and outcome: admitted, refused, dry_run_refused (over the limit but let through in dry run) or store_error (the fail mode decided).
+	requestsHeader = `# HELP reqlimit_requests_total Requests a limit decided, by scope (the route pattern, or a WithScope name), policy and outcome: admitted, refused, dry_run_refused (over the limit but let through in dry run), store_error (the fail mode decided) or released (admitted, then given back by its status: core.WithCountWhen).
 # TYPE reqlimit_requests_total counter
 `
 	errorsHeader = `# HELP reqlimit_store_errors_total Decisions the store failed, by kind: timeout, canceled, connection or other.
@@ -113,6 +113,23 @@ reqlimit_requests_total{outcome="refused",policy="3/1m",scope="GET /user/{id}"} 
 		t.Errorf("%d store duration samples for the memory store, want 0", n)
 	}
 	compare(t, reg, errorsHeader, storeErrors("", 0), "reqlimit_store_errors_total")
+}
+
+// A limit counting failures only: successes are admitted, then released.
+func TestReleasedCounts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := promlimit.New(reg)
+	mux := http.NewServeMux()
+	mux.Handle("GET /user/{id}", nethttp.Limit(3, time.Minute, fresh(), core.WithCountWhen(core.Failed), m.Option())(ok))
+
+	got := send(mux, "/user/1", "192.0.2.1:1234", 5)
+	if want := []int{200, 200, 200, 200, 200}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	compare(t, reg, requestsHeader, `
+reqlimit_requests_total{outcome="admitted",policy="3/1m",scope="GET /user/{id}"} 5
+reqlimit_requests_total{outcome="released",policy="3/1m",scope="GET /user/{id}"} 5
+`, "reqlimit_requests_total")
 }
 
 func TestDryRunCounts(t *testing.T) {

@@ -19,6 +19,14 @@
 // unless told otherwise, so an application opts in once its extractor trusts only its
 // proxies. Refused requests get 429 with Retry-After; every response carries the IETF
 // RateLimit and RateLimit-Policy fields.
+//
+// A limit that counts by outcome (core.WithCountWhen) takes the response's status once
+// the handlers after it have returned, as echo.ResolveResponseStatus gives it: the status
+// written, or 200 when nothing was. When they returned an error and wrote nothing, the
+// response is written by Echo's HTTPErrorHandler only after every middleware has
+// returned, so the status is the one DefaultHTTPErrorHandler writes for the error (that
+// of the echo.HTTPStatusCoder it wraps, else 500): an HTTPErrorHandler that maps errors
+// to other statuses is not seen. A request whose handler panics counts.
 package echolimit
 
 import (
@@ -79,7 +87,15 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	in := adapter.Input{Route: c.Path(), Peer: peer, Request: (*request)(c)}
 	v := m.l.Check(r.Context(), in, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
-		return next(c)
+		if v.Release == nil {
+			return next(c)
+		}
+		// The limit counts by outcome: the handlers have answered, or returned the error
+		// Echo will answer with. A panic never gets here, and counts.
+		err := next(c)
+		_, status := echo.ResolveResponseStatus(c.Response(), err)
+		m.l.Settle(r.Context(), v, status)
+		return err
 	}
 	if m.deny != nil {
 		return m.deny(c, v.Decision)

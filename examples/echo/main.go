@@ -1,10 +1,12 @@
 // Command echo is an Echo application with reqlimit's limits: GET /user/test 3 a minute,
-// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token.
+// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token, and
+// POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/echo -addr 127.0.0.1:8080
 package main
 
 import (
+	"crypto/subtle"
 	"flag"
 	"log"
 	"net/http"
@@ -27,7 +29,21 @@ func newEcho() *echo.Echo {
 	e.GET("/search", hello, echolimit.Limit(5, time.Second, core.WithRate(20, time.Minute)))
 	// Each API token has its own quota; requests without one are counted per IP.
 	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))))
+	// Login protection: only failed attempts (a 401) count. A client guessing passwords
+	// gets 5 tries per 15 minutes; logging in uses none of them.
+	e.POST("/login", login, echolimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)))
 	return e
+}
+
+// password is the demo's; a real application checks a stored hash.
+const password = "open sesame"
+
+// login returns its failure as an error: the limit counts the 401 Echo answers with.
+func login(c echo.Context) error {
+	if subtle.ConstantTimeCompare([]byte(c.FormValue("password")), []byte(password)) != 1 {
+		return echo.NewHTTPError(http.StatusUnauthorized, "wrong password")
+	}
+	return c.String(http.StatusOK, "welcome\n")
 }
 
 func main() {

@@ -31,3 +31,8 @@ func TestLimits(t *testing.T) {
 		return ctx.Response.StatusCode(), string(ctx.Response.Header.Peek("Retry-After"))
 	})
 }
+
+// Failed logins count, 5 per 15 minutes; successful ones do not.
+func TestLogin(t *testing.T) {
+	exampletest.CheckLoginFasthttp(t, newApp().Handler(), password)
+}

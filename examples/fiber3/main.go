@@ -1,11 +1,12 @@
 // Command fiber3 is a Fiber v3 application with reqlimit's limits: GET /user/test 3 a
 // minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
-// X-API-Token.
+// X-API-Token, and POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/fiber3 -addr 127.0.0.1:8080
 package main
 
 import (
+	"crypto/subtle"
 	"flag"
 	"log"
 	"time"
@@ -28,7 +29,21 @@ func newApp() *fiber.App {
 	app.Get("/search", fiberlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
 	// Each API token has its own quota; requests without one are counted per IP.
 	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	// Login protection: only failed attempts (a 401) count. A client guessing passwords
+	// gets 5 tries per 15 minutes; logging in uses none of them.
+	app.Post("/login", fiberlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
 	return app
+}
+
+// password is the demo's; a real application checks a stored hash.
+const password = "open sesame"
+
+// login returns its failure as an error: the limit counts the 401 Fiber answers with.
+func login(c fiber.Ctx) error {
+	if subtle.ConstantTimeCompare([]byte(c.FormValue("password")), []byte(password)) != 1 {
+		return fiber.NewError(fiber.StatusUnauthorized, "wrong password")
+	}
+	return c.SendString("welcome\n")
 }
 
 func main() {

@@ -1,10 +1,12 @@
 // Command gin is a Gin application with reqlimit's limits: GET /user/test 3 a minute,
-// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token.
+// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token, and
+// POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/gin -addr 127.0.0.1:8080
 package main
 
 import (
+	"crypto/subtle"
 	"flag"
 	"log"
 	"net/http"
@@ -29,7 +31,21 @@ func newRouter() *gin.Engine {
 	r.GET("/search", ginlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
 	// Each API token has its own quota; requests without one are counted per IP.
 	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	// Login protection: only failed attempts (a 401) count. A client guessing passwords
+	// gets 5 tries per 15 minutes; logging in uses none of them.
+	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
 	return r
+}
+
+// password is the demo's; a real application checks a stored hash.
+const password = "open sesame"
+
+func login(c *gin.Context) {
+	if subtle.ConstantTimeCompare([]byte(c.PostForm("password")), []byte(password)) != 1 {
+		c.String(http.StatusUnauthorized, "wrong password\n")
+		return
+	}
+	c.String(http.StatusOK, "welcome\n")
 }
 
 func main() {

@@ -12,3 +12,9 @@ func TestLimits(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	exampletest.Check(t, exampletest.HTTP(newRouter()))
 }
+
+// Failed logins count, 5 per 15 minutes; successful ones do not.
+func TestLogin(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	exampletest.CheckLoginHTTP(t, newRouter(), password)
+}

@@ -1,11 +1,12 @@
 // Command nethttp is a net/http application with reqlimit's limits: GET /user/test 3 a
 // minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
-// X-API-Token.
+// X-API-Token, and POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/nethttp -addr 127.0.0.1:8080
 package main
 
 import (
+	"crypto/subtle"
 	"flag"
 	"io"
 	"log"
@@ -23,7 +24,21 @@ func newMux() *http.ServeMux {
 	mux.Handle("GET /search", nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))(hello))
 	// Each API token has its own quota; requests without one are counted per IP.
 	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")))(hello))
+	// Login protection: only failed attempts (a 401) count. A client guessing passwords
+	// gets 5 tries per 15 minutes; logging in uses none of them.
+	mux.Handle("POST /login", nethttp.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed))(http.HandlerFunc(login)))
 	return mux
+}
+
+// password is the demo's; a real application checks a stored hash.
+const password = "open sesame"
+
+func login(w http.ResponseWriter, r *http.Request) {
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("password")), []byte(password)) != 1 {
+		http.Error(w, "wrong password", http.StatusUnauthorized)
+		return
+	}
+	io.WriteString(w, "welcome\n")
 }
 
 func main() {

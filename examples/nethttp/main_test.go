@@ -7,3 +7,8 @@ import (
 )
 
 func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newMux())) }
+
+// Failed logins count, 5 per 15 minutes; successful ones do not.
+func TestLogin(t *testing.T) {
+	exampletest.CheckLoginHTTP(t, newMux(), password)
+}

@@ -78,13 +78,27 @@ func (a adapter) app(app adaptertest.App) *fiber.App {
 		for _, m := range a.MountAll(rt.Limits) {
 			chain = append(chain, m)
 		}
-		chain = append(chain, ok)
+		if rt.Answers {
+			chain = append(chain, answer)
+		} else {
+			chain = append(chain, ok)
+		}
 		f.Get(rt.Path, chain[0], chain[1:]...)
 	}
 	return f
 }
 
 func ok(c fiber.Ctx) error { return c.SendString("ok") }
+
+// answer is the handler of a route that answers as the request asks: a failure is an
+// error, which the app's ErrorHandler writes after every handler has returned.
+func answer(c fiber.Ctx) error {
+	status := adaptertest.Answer(func(name string) string { return c.Get(name) })
+	if status >= 400 {
+		return fiber.NewError(status)
+	}
+	return c.Status(status).SendString("ok")
+}
 
 // serve drives app in-process through one fasthttp.RequestCtx reused for every request,
 // as a keep-alive connection would: its buffers are overwritten by each request, so any
@@ -104,12 +118,28 @@ func serve(app *fiber.App) func(adaptertest.Request) adaptertest.Response {
 		// Init keeps the last response and user values; a server reusing ctx resets them.
 		ctx.Response.Reset()
 		ctx.ResetUserValues()
-		h(&ctx)
+		recovering(h)(&ctx)
 		resp := adaptertest.Response{Status: ctx.Response.StatusCode(), Header: http.Header{}, Body: string(ctx.Response.Body())}
 		for k, v := range ctx.Response.Header.All() {
 			resp.Header.Add(string(k), string(v))
 		}
 		return resp
+	}
+}
+
+// recovering is the outermost middleware: it answers 500 to a request whose handler
+// panicked with adaptertest.ErrPanic, and lets any other panic through.
+func recovering(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p != adaptertest.ErrPanic {
+					panic(p)
+				}
+				ctx.Response.SetStatusCode(fiber.StatusInternalServerError)
+			}
+		}()
+		h(ctx)
 	}
 }
 

@@ -50,11 +50,22 @@
 // Fiber's strings point into buffers fasthttp reuses for the next request; the adapter
 // hands on only strings of its own: copies of what key functions read, and client IPs
 // formatted from the parsed address.
+//
+// # Counting by outcome
+//
+// A limit that counts by outcome (core.WithCountWhen) takes the response's status once
+// c.Next() has returned: c.Response().StatusCode(), unless c.Next() returned an error.
+// That response is written by the app's ErrorHandler only after every handler has
+// returned, so the status is the one Fiber's DefaultErrorHandler writes for the error (a
+// *fiber.Error's Code, found with errors.As, else 500): an ErrorHandler that maps errors
+// to other statuses is not seen. A request whose handler panics, or hijacks the
+// connection, counts.
 package fiberlimit
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -100,7 +111,17 @@ func middleware(l adapter.Limiter) fiber.Handler {
 		}
 		v := l.Check(c.Context(), in, (*header)(&c.Response().Header))
 		if v.Allowed {
-			return c.Next()
+			if v.Release == nil {
+				return c.Next()
+			}
+			// The limit counts by outcome: the handlers have answered, or returned the
+			// error the app's ErrorHandler will answer with. A panic never gets here, and
+			// a hijacked connection has no status: both count.
+			err := c.Next()
+			if !c.RequestCtx().Hijacked() {
+				l.Settle(c.Context(), v, status(c, err))
+			}
+			return err
 		}
 		if deny != nil {
 			return deny(c, v.Decision)
@@ -108,6 +129,20 @@ func middleware(l adapter.Limiter) fiber.Handler {
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 		return c.Status(v.Status).SendString(l.DenyBody(v.Err))
 	}
+}
+
+// status returns the status of a response whose handlers returned err: the one Fiber's
+// DefaultErrorHandler writes for err (a *fiber.Error's Code, 500 for any other error), or
+// the one set when err is nil (200 when none was).
+func status(c fiber.Ctx, err error) int {
+	if err == nil {
+		return c.Response().StatusCode()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return fiber.StatusInternalServerError
 }
 
 // route returns the template of the route the request matched, or "" before routing

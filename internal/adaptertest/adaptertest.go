@@ -4,6 +4,7 @@
 package adaptertest
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -67,6 +68,52 @@ type Route struct {
 	// Path is in Gin/Echo/Fiber syntax ("/user/:id").
 	Path   string
 	Limits []Limit
+	// Answers makes the route answer as each request asks, through Answer: with the
+	// status in its StatusHeader field, or with a panic when it has PanicHeader.
+	Answers bool
+}
+
+// The request fields an answering route obeys (Route.Answers).
+const (
+	// StatusHeader holds the status the route answers ("401"), 200 without it. Where the
+	// framework has an error type (Echo, Fiber), statuses from 400 up are returned as
+	// that error (echo.NewHTTPError, fiber.NewError) rather than written, so that the
+	// status is known only once the framework's error handler has run.
+	StatusHeader = "X-Status"
+	// PanicHeader, with any value, makes the route panic with ErrPanic.
+	PanicHeader = "X-Panic"
+)
+
+// ErrPanic is what an answering route panics with. Each harness recovers it outermost,
+// answering 500, as a framework's recovery middleware would; any other panic goes on.
+var ErrPanic = errors.New("adaptertest: the handler panicked, as the request asked")
+
+// Answer is what an answering route does with a request whose header fields get returns:
+// it panics with ErrPanic when PanicHeader is set, else returns the status to answer.
+func Answer(get func(name string) string) int {
+	if get(PanicHeader) != "" {
+		panic(ErrPanic)
+	}
+	if s, err := strconv.Atoi(get(StatusHeader)); err == nil {
+		return s
+	}
+	return http.StatusOK
+}
+
+// Recover is the outermost middleware of a harness serving through net/http: it answers
+// 500 to a request whose handler panicked with ErrPanic, and lets any other panic through.
+func Recover(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p != ErrPanic {
+					panic(p)
+				}
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // An App is what Serve builds.

@@ -1,14 +1,19 @@
 // Package exampletest checks the example applications, which all declare the same limits:
 // GET /user/test 3 a minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a
-// minute per X-API-Token.
+// minute per X-API-Token, and POST /login 5 failed attempts per 15 minutes.
 package exampletest
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 var clients atomic.Uint32
@@ -75,3 +80,63 @@ func Check(t *testing.T, get Send) {
 		t.Fatalf("no token (keyed by IP): status %d, want 200", code)
 	}
 }
+
+// CheckLogin checks an example's login limit, 5 failed attempts per 15 minutes (only
+// failures count): with the right password login succeeds 6 times, then 5 wrong ones get
+// 401, a 6th is refused, and until the failures leave the window so is the right password.
+func CheckLogin(t *testing.T, password string, login func(password string) int) {
+	t.Helper()
+	for i := 1; i <= 6; i++ {
+		if code := login(password); code != 200 {
+			t.Fatalf("login %d: status %d, want 200: successes must not count", i, code)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		if code := login("guess"); code != 401 {
+			t.Fatalf("failed attempt %d: status %d, want 401", i, code)
+		}
+	}
+	if code := login("guess"); code != 429 {
+		t.Fatalf("6th failed attempt: status %d, want 429", code)
+	}
+	if code := login(password); code != 429 {
+		t.Fatalf("the right password after 5 failures: status %d, want 429", code)
+	}
+}
+
+// CheckLoginHTTP is CheckLogin through a net/http handler (net/http, Gin, Echo), with a
+// client address no other test has used.
+func CheckLoginHTTP(t *testing.T, h http.Handler, password string) {
+	t.Helper()
+	remote := NextRemote()
+	CheckLogin(t, password, func(pw string) int {
+		r := httptest.NewRequest("POST", "/login", strings.NewReader(loginForm(pw)))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	})
+}
+
+// CheckLoginFasthttp is CheckLogin through a fasthttp handler (Fiber's app.Handler()).
+func CheckLoginFasthttp(t *testing.T, handler fasthttp.RequestHandler, password string) {
+	t.Helper()
+	remote, err := net.ResolveTCPAddr("tcp", NextRemote())
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckLogin(t, password, func(pw string) int {
+		var req fasthttp.Request
+		req.Header.SetMethod("POST")
+		req.SetRequestURI("/login")
+		req.Header.SetContentType("application/x-www-form-urlencoded")
+		req.SetBodyString(loginForm(pw))
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, remote, nil)
+		handler(&ctx)
+		return ctx.Response.StatusCode()
+	})
+}
+
+func loginForm(password string) string { return url.Values{"password": {password}}.Encode() }

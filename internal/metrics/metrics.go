@@ -19,11 +19,12 @@ const (
 	Refused
 	DryRunRefused // over the limit, let through in dry run
 	StoreError    // the store failed; the fail mode decided
+	Released      // admitted, then given back by its response's status (core.WithCountWhen)
 	NumOutcomes
 )
 
 // OutcomeNames are the outcomes' label values.
-var OutcomeNames = [NumOutcomes]string{"admitted", "refused", "dry_run_refused", "store_error"}
+var OutcomeNames = [NumOutcomes]string{"admitted", "refused", "dry_run_refused", "store_error", "released"}
 
 // Kinds of store error: a small fixed set, so that a label stays bounded whatever the store
 // returns.
@@ -42,6 +43,8 @@ func Outcome(e *core.Event) int {
 	switch e.Outcome {
 	case core.Admitted:
 		return Admitted
+	case core.Released:
+		return Released
 	case core.Refused:
 	case core.Errored:
 		if !errors.Is(e.Err, core.ErrCostTooHigh) {

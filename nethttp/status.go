@@ -1,0 +1,118 @@
+package nethttp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+)
+
+// statusWriter records the status of the response written through it, for a limit that
+// counts by outcome (core.WithCountWhen): the first final status passed to WriteHeader
+// (informational ones, 1xx but 101, go on), or 200 once a body or a flush goes first.
+// Unwrap keeps http.ResponseController reaching the writer's own methods; see wrap for
+// http.Flusher and http.Hijacker.
+type statusWriter struct {
+	http.ResponseWriter
+	status   int  // 0 until the status is sent
+	hijacked bool // the connection was taken over: no status is known
+}
+
+// wrap returns s's writer wrapped in s, as an http.Flusher and an http.Hijacker exactly
+// when the writer is one, so that a handler asking finds what it would find unwrapped.
+// The wrappers are one pointer each: returning them allocates nothing more.
+func (s *statusWriter) wrap() http.ResponseWriter {
+	_, f := s.ResponseWriter.(http.Flusher)
+	_, h := s.ResponseWriter.(http.Hijacker)
+	switch {
+	case f && h:
+		return flushHijacker{s}
+	case f:
+		return flusher{s}
+	case h:
+		return hijacker{s}
+	}
+	return s
+}
+
+// result returns the response's status, and false when the connection was taken over.
+func (s *statusWriter) result() (int, bool) {
+	if s.hijacked {
+		return 0, false
+	}
+	if s.status == 0 {
+		return http.StatusOK, true // nothing written: net/http sends 200
+	}
+	return s.status, true
+}
+
+func (s *statusWriter) sent(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		s.sent(code)
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.sent(http.StatusOK)
+	return s.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the writer's own ReadFrom (sendfile, for http.ServeContent) when it has one.
+func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	var err error
+	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(writerOnly{s.ResponseWriter}, r)
+	}
+	if n > 0 {
+		s.sent(http.StatusOK)
+	}
+	return n, err
+}
+
+// FlushError is what http.ResponseController's Flush finds, whether or not the writer
+// is an http.Flusher itself: a flush the writer's own wrappers reach still sends 200.
+func (s *statusWriter) FlushError() error {
+	err := http.NewResponseController(s.ResponseWriter).Flush()
+	if err == nil {
+		s.sent(http.StatusOK)
+	}
+	return err
+}
+
+// Unwrap returns the writer, for http.ResponseController.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil {
+		s.hijacked = true
+	}
+	return c, rw, err
+}
+
+type flusher struct{ *statusWriter }
+
+func (w flusher) Flush() { w.FlushError() }
+
+type hijacker struct{ *statusWriter }
+
+func (w hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
+
+type flushHijacker struct{ *statusWriter }
+
+func (w flushHijacker) Flush() { w.FlushError() }
+
+func (w flushHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
+
+// writerOnly hides a writer's ReadFrom, so that io.Copy does not call it back.
+type writerOnly struct{ io.Writer }
