@@ -3,44 +3,11 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"testing"
 	"time"
 )
 
 // benchKey is the one client every speed benchmark uses.
 const benchKey = "192.0.2.1"
-
-// nsPerOp runs allow on one key, serially, under testing.Benchmark, best of rounds runs:
-// the machine is shared, and the fastest run is the one least disturbed by others. It
-// fails if any call was refused or errored, since the benchmark is of the admitted path.
-func nsPerOp(allow allowFunc, rounds int) (float64, error) {
-	best := 0.0
-	for range rounds {
-		var refused int
-		var firstErr error
-		r := testing.Benchmark(func(b *testing.B) {
-			for b.Loop() {
-				ok, err := allow(benchKey)
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if !ok {
-					refused++
-				}
-			}
-		})
-		if firstErr != nil {
-			return 0, firstErr
-		}
-		if refused > 0 {
-			return 0, fmt.Errorf("%d of the benchmark's calls were refused: not the admitted path", refused)
-		}
-		if ns := float64(r.T.Nanoseconds()) / float64(r.N); best == 0 || ns < best {
-			best = ns
-		}
-	}
-	return best, nil
-}
 
 // memKeys builds n distinct client IPs before measuring, so the key strings themselves
 // are not charged to the limiter (the copies it keeps are).

@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"regexp"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -32,8 +31,8 @@ type settings struct {
 	flood             time.Duration
 	floodMaxCalls     int // per worker: bounds the loop by count as well as by time
 	bursts            time.Duration
-	benchtime         string
-	benchRounds       int
+	speedRounds       int           // rounds of the speed columns (see speedPlan)
+	speedBatch        time.Duration // each side's batch per round
 	memKeys           int
 	seed              uint64
 }
@@ -41,8 +40,8 @@ type settings struct {
 var full = settings{
 	steadyGap: 8 * time.Millisecond, steady: 5 * time.Second,
 	floodWorkers: 8, flood: 3 * time.Second, floodMaxCalls: 20_000_000,
-	bursts:    5 * time.Second,
-	benchtime: "300ms", benchRounds: 3,
+	bursts:      5 * time.Second,
+	speedRounds: 80, speedBatch: 10 * time.Millisecond,
 	memKeys: 20_000,
 	seed:    1,
 }
@@ -51,7 +50,7 @@ var full = settings{
 func quickSettings() settings {
 	q := full
 	q.steady, q.flood, q.bursts = 2500*time.Millisecond, 1500*time.Millisecond, 2500*time.Millisecond
-	q.benchtime, q.benchRounds = "50ms", 1
+	q.speedRounds, q.speedBatch = 30, 3*time.Millisecond
 	q.memKeys = 2_000
 	return q
 }
@@ -63,7 +62,6 @@ func main() {
 }
 
 func run() error {
-	testing.Init() // testing.Benchmark reads -test.benchtime
 	out := flag.String("out", "", "write the Markdown table to this file (default: standard output)")
 	svg := flag.String("svg", "", "write the SVG chart to this file")
 	quickFlag := flag.Bool("quick", false, "short runs, for development (figures are rougher)")
@@ -75,9 +73,6 @@ func run() error {
 	cfg := full
 	if *quickFlag {
 		cfg = quickSettings()
-	}
-	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
-		return err
 	}
 	var match *regexp.Regexp
 	if *only != "" {
@@ -117,9 +112,8 @@ func run() error {
 	start := time.Now()
 	env := describeEnv(srv, cfg, *quickFlag, *useRedis)
 	rows := make([]row, 0, len(list))
-	bare := map[string]float64{}
 	for _, p := range list {
-		rows = append(rows, measure(p, cfg, srv, bare))
+		rows = append(rows, measure(p, cfg, srv))
 	}
 	env.took = time.Since(start)
 	logf("all measured in %s", elapsed(start))
@@ -142,8 +136,8 @@ func run() error {
 type row struct {
 	peer                  peer
 	steady, flood, bursts result
-	nsOp                  float64 // one admitted decision; for middleware, limited minus bare route
-	overhead              float64 // limited route time / bare route time; 0 for library peers
+	speed                 spread // library: ns per decision; middleware: ns the limiter adds to the route
+	overhead              spread // middleware: limited route / bare route; not measured for library peers
 	bytesPerKey           float64
 	notes                 []string // what failed, in words
 }
@@ -154,8 +148,8 @@ func (r *row) note(what string, err error) {
 }
 
 // measure runs every measurement on p, each on a fresh instance so none sees another's
-// state. bare caches each framework's bare-route time.
-func measure(p peer, cfg settings, srv *redisServer, bare map[string]float64) row {
+// state.
+func measure(p peer, cfg settings, srv *redisServer) row {
 	r := row{peer: p}
 	logf("%s", p.name)
 	scenarios := []struct {
@@ -189,26 +183,14 @@ func measure(p peer, cfg settings, srv *redisServer, bare map[string]float64) ro
 	}
 
 	t0 := time.Now()
-	if fast, err := p.newAllow(p.fast.count, p.fast.period); err != nil {
-		r.note("speed", err)
-	} else if ns, err := nsPerOp(fast, cfg.benchRounds); err != nil {
+	if err := measureSpeed(&r, p, cfg); err != nil {
 		r.note("speed", err)
 	} else {
-		r.nsOp = ns
-		if p.framework != "" {
-			b, ok := bare[p.framework]
-			if !ok {
-				if b, err = nsPerOp(bareRoutes[p.framework](), cfg.benchRounds); err != nil {
-					r.note("bare route", err)
-				}
-				bare[p.framework] = b
-			}
-			if b > 0 {
-				r.overhead = ns / b
-				r.nsOp = ns - b
-			}
+		speed := nsCell(r) + " ns/decision"
+		if o := overheadCell(r); o != "" {
+			speed += ", middleware " + o
 		}
-		logf("  speed  %.0f ns/decision, middleware ×%.2f (0: not middleware), %s", r.nsOp, r.overhead, elapsed(t0))
+		logf("  speed  %s, %d rounds, %s", speed, r.speed.rounds, elapsed(t0))
 	}
 
 	// A minute's window, so that no limiter's expiry or sweeping drops keys while they
@@ -232,6 +214,31 @@ func measure(p peer, cfg settings, srv *redisServer, bare map[string]float64) ro
 		}
 	}
 	return r
+}
+
+// measureSpeed fills r's speed columns: a library's decision alone, a middleware's route
+// interleaved with its framework's bare route. Both take the peer's fast limit, which
+// never runs out at benchmark speed.
+func measureSpeed(r *row, p peer, cfg settings) error {
+	fast, err := p.newAllow(p.fast.count, p.fast.period)
+	if err != nil {
+		return err
+	}
+	plan := speedPlan{rounds: cfg.speedRounds, batch: cfg.speedBatch, now: time.Now}
+	if p.framework == "" {
+		if r.speed, err = measureAlone(fast, plan); err != nil {
+			return fmt.Errorf("decision alone: %w", err)
+		}
+		return nil
+	}
+	bare, ok := bareRoutes[p.framework]
+	if !ok {
+		return fmt.Errorf("no bare route for %s", p.framework)
+	}
+	if r.speed, r.overhead, err = measurePair(bare(), fast, plan); err != nil {
+		return fmt.Errorf("interleaved with the bare %s route: %w", p.framework, err)
+	}
+	return nil
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -85,9 +86,13 @@ func markdown(e env, cfg settings, rows []row) string {
 	w("- **Admitted vs exact**: what the limiter admitted, as a percentage of what an exact sliding log admits for the same arrival times, computed afterwards by a brute-force replay of the calls' start times. ")
 	w("100%% is every request that fits; below it, requests that fitted were refused (a limiter that counts refused calls collapses under a flood); above it, the limit was exceeded. A limiter decides a little after its call starts, so an exact one can read a point either side of 100%%. ")
 	w("In the flood, each goroutine's arrivals are thinned to the first per %v (admitted ones are all kept), which can delay the exact log by no more than that.\n", floodGranule)
-	w("- **ns/decision**: one admitted decision on one key, serially, with `testing.Benchmark` (best of %d runs of %s), with limits that never run out but take the same code path (reqlimit: 100 per ns, so that its exact form is measured; the others: 2³⁰ per hour). ", cfg.benchRounds, cfg.benchtime)
-	w("For middleware it is the route's time with the limiter minus the bare route's (marked †): a decision there includes the middleware's own work, such as headers.\n")
-	w("- **Middleware ×**: time of `GET /` through the framework with the limiter, divided by the same route without it, same harness: net/http and Echo (v4, v5) get a request built per call, Fiber (v2, v3) a pooled `RequestCtx` as its server reuses one per connection; responses are discarded.\n")
+	w("- **ns/decision**: one admitted decision on one key, serially, with limits that never run out but take the same code path (reqlimit: 100 per ns, so that its exact form is measured; the others: 2³⁰ per hour). ")
+	w("It is timed in %d rounds (fewer if a busy machine made them take twice their planned time), each a batch of calls sized to take about %s; the figure is the median round's, and in brackets are the quartiles of the rounds, between which the middle half of them lie. ", cfg.speedRounds, human(cfg.speedBatch))
+	w("For middleware (marked †) it is what the limiter adds to the route: the median, over the interleaved rounds of the next column, of the limited batch's time per request minus the bare batch's; a decision there includes the middleware's own work, such as headers, and its spread is the next column's. ")
+	w("A limiter cannot make a route faster, so a median difference at or below zero is noise and reads **≤0**, never a negative cost (one under half a nanosecond reads **<1**): the limiter's cost is then below what this machine can tell apart.\n")
+	w("- **Middleware ×**: `GET /` through the framework with the limiter against the same route without it, timed interleaved so that whatever else the machine does falls on both alike: %d rounds, each a batch of the bare route and a batch of as many calls of the limited route (about %s each), the bare one first in every other round. ", cfg.speedRounds, human(cfg.speedBatch))
+	w("The figure is the median of the rounds' ratios, limited over bare, and in brackets are their quartiles, between which half of the rounds' ratios lie: ×median (lower–upper). ")
+	w("Same harness for both: net/http and Echo (v4, v5) get a request built per call, Fiber (v2, v3) a pooled `RequestCtx` as its server reuses one per connection; responses are discarded.\n")
 	w("- **Bytes/key**: growth of the live Go heap (`runtime.MemStats.HeapAlloc` after GC) per key, after one request from each of %d distinct client IPs, with %d per minute so that no expiry or sweep drops a key mid-count. For Redis peers, the growth of the server's `used_memory` instead.\n\n", cfg.memKeys, limitN)
 	w("Machine: %d CPUs", e.cpus)
 	if e.cpuModel != "" {
@@ -97,7 +102,7 @@ func markdown(e env, cfg settings, rows []row) string {
 	if e.redisVer != "" {
 		w(", redis-server %s", e.redisVer)
 	}
-	w(", shared with other work, so timings carry noise of some percent; the strictness and utilisation columns do not depend on speed. ")
+	w(", shared with other work, so timings carry noise of some percent (the brackets show how much in this run); the strictness and utilisation columns do not depend on speed. ")
 	w("Whole run: %s", e.took.Round(time.Second))
 	if e.quick {
 		w(" (**-quick**: shorter runs, rougher figures)")
@@ -170,22 +175,39 @@ func rawCell(r result) string {
 	return fmt.Sprintf("%d / %d / %d", r.admitted, r.exact, r.calls)
 }
 
+// nsCell is a library's median ns per decision with its quartiles, or a middleware's
+// median added ns, marked †: its spread is in overheadCell, and its quartiles, being
+// differences, could be negative, which no cost can be.
 func nsCell(r row) string {
-	if r.nsOp == 0 {
+	switch {
+	case r.speed.rounds == 0:
 		return ""
+	case r.peer.framework != "":
+		return nsFigure(r.speed.median) + " †"
 	}
-	s := fmt.Sprintf("%.0f", r.nsOp)
-	if r.overhead > 0 {
-		s += " †"
+	return fmt.Sprintf("%s (%s–%s)", nsFigure(r.speed.median), nsFigure(r.speed.lo), nsFigure(r.speed.hi))
+}
+
+// nsFigure writes a time in whole nanoseconds and never below zero: a cost at or under
+// zero can only be noise, and reads "≤0"; one that would round to 0 reads "<1".
+func nsFigure(ns float64) string {
+	switch {
+	case math.IsNaN(ns):
+		return ""
+	case ns <= 0:
+		return "≤0"
+	case ns < 0.5:
+		return "<1"
 	}
-	return s
+	return fmt.Sprintf("%.0f", ns)
 }
 
 func overheadCell(r row) string {
-	if r.overhead == 0 {
+	o := r.overhead
+	if o.rounds == 0 {
 		return ""
 	}
-	return fmt.Sprintf("×%.2f", r.overhead)
+	return fmt.Sprintf("×%.2f (%.2f–%.2f)", o.median, o.lo, o.hi)
 }
 
 func memCell(r row) string {
@@ -242,7 +264,7 @@ func findings(rows []row) []string {
 			ref = r
 		}
 	}
-	var faster, leaner []string
+	var faster, maybeFaster, leaner []string
 	for _, r := range rows {
 		if strings.HasPrefix(r.peer.name, "reqlimit") || r.peer.redis {
 			continue
@@ -251,20 +273,58 @@ func findings(rows []row) []string {
 		if r.peer.framework != "" {
 			base = refMW[r.peer.framework]
 		}
-		if base != nil && r.nsOp > 0 && base.nsOp > 0 && r.nsOp < base.nsOp {
-			faster = append(faster, fmt.Sprintf("%s (%.0f ns against %.0f)", r.peer.name, r.nsOp, base.nsOp))
+		if base != nil {
+			s := fmt.Sprintf("%s (%s ns against %s)", r.peer.name, nsFigure(r.speed.median), nsFigure(base.speed.median))
+			if r.peer.framework != "" {
+				s = fmt.Sprintf("%s (×%.2f against ×%.2f)", r.peer.name, r.overhead.median, base.overhead.median)
+			}
+			switch speedAgainst(r, *base) {
+			case clearlyFaster:
+				faster = append(faster, s)
+			case fasterWithinNoise:
+				maybeFaster = append(maybeFaster, s)
+			}
 		}
 		if ref != nil && r.bytesPerKey > 0 && ref.bytesPerKey > 0 && r.bytesPerKey < ref.bytesPerKey {
 			leaner = append(leaner, fmt.Sprintf("%s (%.0f B against %.0f)", r.peer.name, r.bytesPerKey, ref.bytesPerKey))
 		}
 	}
 	if len(faster) > 0 {
-		out = append(out, "Faster per decision than reqlimit (a library against `Decide`, a middleware against reqlimit's adapter for its framework): "+strings.Join(faster, ", ")+".")
+		out = append(out, "Faster than reqlimit, beyond the quartiles of either (a library by its ns per decision against `Decide`, a middleware by its × against reqlimit's adapter for its framework): "+strings.Join(faster, ", ")+".")
+	}
+	if len(maybeFaster) > 0 {
+		out = append(out, "Faster than reqlimit by the median round only, their middle halves overlapping, so within this run's noise: "+strings.Join(maybeFaster, ", ")+".")
 	}
 	if len(leaner) > 0 {
 		out = append(out, fmt.Sprintf("Less memory per key than reqlimit, whose exact log of %d grant times costs 8·(N+1) bytes plus its index: %s.", limitN, strings.Join(leaner, ", ")))
 	}
 	return out
+}
+
+type speedOrder int
+
+const (
+	notFaster speedOrder = iota
+	fasterWithinNoise
+	clearlyFaster
+)
+
+// speedAgainst says whether r is faster than base, reqlimit's row of its kind. Middleware
+// are compared by their ratios to their framework's bare route, each measured in its own
+// interleaved rounds, libraries by their time per decision; either way, faster beyond the
+// noise means r's upper quartile lies below base's lower one.
+func speedAgainst(r, base row) speedOrder {
+	a, b := r.speed, base.speed
+	if r.peer.framework != "" {
+		a, b = r.overhead, base.overhead
+	}
+	switch {
+	case a.rounds == 0 || b.rounds == 0 || a.median >= b.median:
+		return notFaster
+	case a.hi < b.lo:
+		return clearlyFaster
+	}
+	return fasterWithinNoise
 }
 
 // chart draws two panels of horizontal bars, by hand: the most admitted in one interval
