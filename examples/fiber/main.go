@@ -1,5 +1,5 @@
 // Command fiber is a Fiber application with reqlimit's limits: GET /user/test 3 a minute,
-// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token, and
+// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token (100 on the pro plan), and
 // POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/fiber -addr 127.0.0.1:8080
@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"flag"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -27,8 +28,8 @@ func newApp() *fiber.App {
 	// Limits go on each route: under app.Use, Fiber cannot tell routes apart.
 	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), hello)
 	app.Get("/search", fiberlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
-	// Each API token has its own quota; requests without one are counted per IP.
-	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	// Each API token has its own quota, by its plan; requests without one are counted per IP.
+	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")), core.WithTiers(plan, plans)), hello)
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	app.Post("/login", fiberlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
@@ -45,6 +46,23 @@ func login(c *fiber.Ctx) error {
 	}
 	return c.SendString("welcome\n")
 }
+
+// plan names the plan of a request's API token: tokens starting "pro-" are on the pro plan
+// (100 a minute), "internal-" ones unlimited, others free (the limit's own 10 a minute).
+// A real application looks the token up; a client cannot pick its plan by header alone.
+func plan(r core.Request) string {
+	token := r.Header("X-API-Token")
+	switch {
+	case strings.HasPrefix(token, "pro-"):
+		return "pro"
+	case strings.HasPrefix(token, "internal-"):
+		return "internal"
+	}
+	return ""
+}
+
+// plans are the policies of the plans other than the free one.
+var plans = map[string]string{"pro": "100/1m", "internal": core.Unlimited}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")

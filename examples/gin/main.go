@@ -1,5 +1,5 @@
 // Command gin is a Gin application with reqlimit's limits: GET /user/test 3 a minute,
-// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token, and
+// GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per X-API-Token (100 on the pro plan), and
 // POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/gin -addr 127.0.0.1:8080
@@ -10,6 +10,7 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,8 +30,8 @@ func newRouter() *gin.Engine {
 	hello := func(c *gin.Context) { c.String(http.StatusOK, "hello\n") }
 	r.GET("/user/test", ginlimit.Limit(3, time.Minute), hello)
 	r.GET("/search", ginlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
-	// Each API token has its own quota; requests without one are counted per IP.
-	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token"))), hello)
+	// Each API token has its own quota, by its plan; requests without one are counted per IP.
+	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")), core.WithTiers(plan, plans)), hello)
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
@@ -47,6 +48,23 @@ func login(c *gin.Context) {
 	}
 	c.String(http.StatusOK, "welcome\n")
 }
+
+// plan names the plan of a request's API token: tokens starting "pro-" are on the pro plan
+// (100 a minute), "internal-" ones unlimited, others free (the limit's own 10 a minute).
+// A real application looks the token up; a client cannot pick its plan by header alone.
+func plan(r core.Request) string {
+	token := r.Header("X-API-Token")
+	switch {
+	case strings.HasPrefix(token, "pro-"):
+		return "pro"
+	case strings.HasPrefix(token, "internal-"):
+		return "internal"
+	}
+	return ""
+}
+
+// plans are the policies of the plans other than the free one.
+var plans = map[string]string{"pro": "100/1m", "internal": core.Unlimited}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")

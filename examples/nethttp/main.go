@@ -1,6 +1,6 @@
 // Command nethttp is a net/http application with reqlimit's limits: GET /user/test 3 a
 // minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a minute per
-// X-API-Token, and POST /login 5 failed attempts per 15 minutes.
+// X-API-Token (100 on the pro plan), and POST /login 5 failed attempts per 15 minutes.
 //
 //	go run ./examples/nethttp -addr 127.0.0.1:8080
 package main
@@ -11,6 +11,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -22,8 +23,8 @@ func newMux() *http.ServeMux {
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello\n") })
 	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute)(hello))
 	mux.Handle("GET /search", nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))(hello))
-	// Each API token has its own quota; requests without one are counted per IP.
-	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")))(hello))
+	// Each API token has its own quota, by its plan; requests without one are counted per IP.
+	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")), core.WithTiers(plan, plans))(hello))
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	mux.Handle("POST /login", nethttp.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed))(http.HandlerFunc(login)))
@@ -40,6 +41,23 @@ func login(w http.ResponseWriter, r *http.Request) {
 	}
 	io.WriteString(w, "welcome\n")
 }
+
+// plan names the plan of a request's API token: tokens starting "pro-" are on the pro plan
+// (100 a minute), "internal-" ones unlimited, others free (the limit's own 10 a minute).
+// A real application looks the token up; a client cannot pick its plan by header alone.
+func plan(r core.Request) string {
+	token := r.Header("X-API-Token")
+	switch {
+	case strings.HasPrefix(token, "pro-"):
+		return "pro"
+	case strings.HasPrefix(token, "internal-"):
+		return "internal"
+	}
+	return ""
+}
+
+// plans are the policies of the plans other than the free one.
+var plans = map[string]string{"pro": "100/1m", "internal": core.Unlimited}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")

@@ -1,6 +1,7 @@
 // Package exampletest checks the example applications, which all declare the same limits:
 // GET /user/test 3 a minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a
-// minute per X-API-Token, and POST /login 5 failed attempts per 15 minutes.
+// minute per X-API-Token (100 for pro- tokens, none for internal- ones), and POST /login
+// 5 failed attempts per 15 minutes.
 package exampletest
 
 import (
@@ -78,6 +79,18 @@ func Check(t *testing.T, get Send) {
 	}
 	if code, _ := get(t, "/api/data"); code != 200 {
 		t.Fatalf("no token (keyed by IP): status %d, want 200", code)
+	}
+	// Plans: a pro token has 100 a minute, an internal one no limit.
+	pro, internal := "pro-"+NextRemote(), "internal-"+NextRemote()
+	for i := 1; i <= 11; i++ {
+		if code, _ := get(t, "/api/data", "X-API-Token", pro); code != 200 {
+			t.Fatalf("pro token's request %d: status %d, want 200 (100 a minute)", i, code)
+		}
+	}
+	for i := 1; i <= 40; i++ { // not above 100: chi's app-wide limit counts these too
+		if code, _ := get(t, "/api/data", "X-API-Token", internal); code != 200 {
+			t.Fatalf("internal token's request %d: status %d, want 200 (unlimited)", i, code)
+		}
 	}
 }
 
