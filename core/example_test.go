@@ -167,3 +167,39 @@ func ExampleWithCountWhen() {
 	// 200 200 200 200
 	// 401 401 401 429 429
 }
+
+// An allow list exempts clients by address, read as the key reads it: here the office's
+// network is not limited, everyone else gets 1 request a minute.
+func ExampleWithAllowList() {
+	limit := nethttp.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithAllowList("10.0.0.0/8", "::1/128"))
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	send := func(remote string) int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", "10.0.0.1") // forged: not a trusted proxy's
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	fmt.Println("office:", send("10.1.2.3:4000"), send("10.1.2.3:4000"), send("10.1.2.3:4000"))
+	fmt.Println("others:", send("192.0.2.1:4000"), send("192.0.2.1:4000"))
+	// Output:
+	// office: 200 200 200
+	// others: 200 429
+}
+
+// Two limits on one request, a group-wide one and the route's own: each adds its member
+// to the RateLimit fields (draft-ietf-httpapi-ratelimit-headers-11).
+func Example_stackedLimits() {
+	store := core.WithStore(core.NewMemoryStore(nil))
+	api := nethttp.Limit(100, time.Hour, store, core.WithScope("api"))
+	search := nethttp.Limit(3, time.Minute, store)
+	h := api(search(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/search", nil))
+	fmt.Println(w.Header().Values("RateLimit-Policy"))
+	fmt.Println(w.Header().Values("RateLimit"))
+	// Output:
+	// ["100/1h";q=100;w=3600 "3/1m";q=3;w=60]
+	// ["100/1h";r=99;t=3600 "3/1m";r=2;t=60]
+}
