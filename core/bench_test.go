@@ -51,6 +51,14 @@ func BenchmarkOneKeySerial(b *testing.B) {
 				l.Allow()
 			}
 		})
+		b.Run("reqlimit-compact/"+c.name, func(b *testing.B) {
+			s := core.NewMemoryStore(&core.MemoryConfig{Compact: true})
+			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
+			s.Decide(ctx, q)
+			for b.Loop() {
+				s.Decide(ctx, q)
+			}
+		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
 			s := core.NewMemoryStore(nil)
 			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}

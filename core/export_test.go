@@ -69,3 +69,8 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 func (r Rate) Exact() bool { return r.exact() }
 
 func (p *Policy) Release(s []int64, at int64, cost int) { p.release(s, at, cost) }
+
+// Unit returns the unit a compact memory store keeps a one-rate policy's times in.
+func (p *Policy) Unit() time.Duration { return time.Duration(p.units.u) }
+
+func (m *MemoryStore) ReleaseAt(q Query, grant int64) error { return m.Release(nil, q, grant) }

@@ -30,6 +30,7 @@ type MemoryStore struct {
 	epoch      time.Time
 	maxKeys    int64
 	sweepEvery int64
+	compact    bool
 	keys       atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
@@ -50,7 +51,9 @@ type keyTable struct {
 	store  *MemoryStore
 	policy *Policy
 	width  int // int64 slots per entry: hash, lock word, then the policy's state
-	shards [shardCount]tableShard
+	// compact: the policy is one exact rate, kept as a compact log (see compact.go)
+	compact bool
+	shards  [shardCount]tableShard
 
 	// overflow is the one entry every newcomer shares while the store is full; made on
 	// first need, never swept, outside the shards and the key count.
@@ -122,6 +125,14 @@ type MemoryConfig struct {
 	SweepInterval time.Duration
 	// Clock is the store's time; nil means the system's monotonic clock.
 	Clock Clock
+	// Compact keeps each key of a policy of one exact rate (N per T, N <= ExactMax) in 2
+	// bytes a grant rather than 8: a key of 100/1m then takes about a quarter of the memory.
+	// Grant times are then kept in units of at most T/13107 (1, 2 or 5 times a power of ten
+	// nanoseconds: whole milliseconds stay whole), rounded so that the limit stays strict: a
+	// freed slot is granted again up to two units later than the exact log would, and the
+	// waits a decision reports are up to that much longer. Policies of several rates are
+	// kept exact either way. false means the exact log.
+	Compact bool
 }
 
 // NewMemoryStore returns an empty store configured by cfg; nil means the defaults.
@@ -134,7 +145,7 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		tables:     map[string]*keyTable{},
 	}
 	if cfg != nil {
-		m.clock, m.maxKeys = cfg.Clock, int64(cfg.MaxKeys)
+		m.clock, m.maxKeys, m.compact = cfg.Clock, int64(cfg.MaxKeys), cfg.Compact
 		if cfg.SweepInterval != 0 {
 			m.sweepEvery = max(0, int64(cfg.SweepInterval))
 		}
@@ -212,7 +223,12 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 		// A decision whose clock reading predates a sweep happens after it: it must not
 		// record a grant among times a dropped key still counted.
 		now = max(now, sh.lastSweep.Load())
-		err := p.apply(d, s[2:], now, q.Cost, q.Mode)
+		var err error
+		if t.compact {
+			err = p.applyCompact(d, s[2:], now, q.Cost, q.Mode)
+		} else {
+			err = p.apply(d, s[2:], now, q.Cost, q.Mode)
+		}
 		mu.Unlock()
 		if now-sh.lastPass.Load() >= m.sweepEvery && sh.mu.TryLock() {
 			sh.sweepStep(t, now)
@@ -238,7 +254,7 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	mu := entryLock(s)
 	mu.Lock()
 	if atomic.LoadInt64(&s[0]) != sweptHash {
-		p.resetState(s[2:])
+		t.reset(s[2:])
 	}
 	mu.Unlock()
 	return nil
@@ -265,7 +281,11 @@ func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 	mu := entryLock(s)
 	mu.Lock()
 	if atomic.LoadInt64(&s[0]) != sweptHash {
-		p.release(s[2:], grant, q.Cost)
+		if t.compact {
+			p.releaseCompact(s[2:], grant, q.Cost)
+		} else {
+			p.release(s[2:], grant, q.Cost)
+		}
 	}
 	mu.Unlock()
 	return nil
@@ -280,7 +300,10 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 	m.mu.Lock()
 	t := m.tables[p.text]
 	if t == nil {
-		t = &keyTable{store: m, policy: p, width: 2 + p.stateLen}
+		t = &keyTable{store: m, policy: p, width: 2 + p.stateLen, compact: m.compact && p.single}
+		if t.compact {
+			t.width = 2 + compactLen(p.rates[0].Count)
+		}
 		for i := range t.shards {
 			t.shards[i].slots.Store(newSlotArray(8))
 		}
@@ -339,11 +362,28 @@ func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 	}
 	s := make([]int64, t.width)
 	s[0] = int64(h) // published by insert's atomic store
-	t.policy.resetState(s[2:])
+	t.reset(s[2:])
 	t.inheritOverflow(s)
 	sh.insert(&s[0], h)
 	m.keys.Add(1)
 	return &s[0]
+}
+
+// reset clears a key's state s to hold no grant.
+func (t *keyTable) reset(s []int64) {
+	if t.compact {
+		clear(s) // base 0, every offset never
+		return
+	}
+	t.policy.resetState(s)
+}
+
+// idle reports whether the key of state s holds no grant any window still counts at now.
+func (t *keyTable) idle(s []int64, now int64) bool {
+	if t.compact {
+		return t.policy.idleCompact(s, now)
+	}
+	return t.policy.idle(s, now)
 }
 
 // overflowEntry returns the policy's overflow entry, making it on first need. Its hash
@@ -359,7 +399,7 @@ func (t *keyTable) overflowEntry() *int64 {
 	}
 	s := make([]int64, t.width)
 	s[0] = 1
-	t.policy.resetState(s[2:])
+	t.reset(s[2:])
 	t.overflow.Store(&s[0])
 	return &s[0]
 }
@@ -379,10 +419,12 @@ func (t *keyTable) inheritOverflow(s []int64) {
 	mu.Unlock()
 }
 
-// insert puts a new entry in the table, growing it first if it is three-quarters full.
+// insert puts a new entry in the table, growing it first if it is 13/16 full: a hit still
+// probes about three slots, within a cache line or two, and a fuller table keeps the index
+// a small share of a small key's memory (a grown table is a half full again).
 func (sh *tableShard) insert(e *int64, h uint64) {
 	a := sh.slots.Load()
-	if (sh.used+1)*4 > len(a.slots)*3 {
+	if (sh.used+1)*16 > len(a.slots)*13 {
 		a = sh.rebuild(max(8, 2*(sh.live+1)))
 	}
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
@@ -481,7 +523,7 @@ func (sh *tableShard) sweepSlots(t *keyTable, a *slotArray, from, to int, now in
 		if !mu.TryLock() {
 			continue // being decided: not idle
 		}
-		if t.policy.idle(s[2:], now) {
+		if t.idle(s[2:], now) {
 			atomic.StoreInt64(&s[0], sweptHash)
 			a.slots[i].entry.Store(tombstone)
 			sh.live--

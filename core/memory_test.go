@@ -28,14 +28,42 @@ func TestMemoryStoreConformance(t *testing.T) {
 			return storetest.Harness{Store: core.NewMemoryStore(nil)}
 		})
 	})
+	// The compact log: the suite's virtual times are whole units, so nothing rounds there;
+	// on real time it rounds to the unit of each policy's period.
+	t.Run("CompactVirtualClock", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) storetest.Harness {
+			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+			return storetest.Harness{
+				Store:   core.NewMemoryStore(&core.MemoryConfig{Clock: clock, Compact: true}),
+				Advance: func(d time.Duration) { clock.Advance(d) },
+			}
+		})
+	})
+	t.Run("CompactRealClock", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, func(t *testing.T) storetest.Harness {
+			return storetest.Harness{Store: core.NewMemoryStore(&core.MemoryConfig{Compact: true}), Rounding: compactRounding}
+		})
+	})
 }
+
+// compactRounding bounds how much later than exact a compact store may report: two units
+// of the longest period the suite uses on real time (its windows double from 400ms on a
+// slow machine, up to 3.2s: a unit of 100µs).
+const compactRounding = 2 * 100 * time.Microsecond
 
 // TestSweepingNeverChangesADecision runs one random workload on a store that sweeps on
 // every decision and on one that never sweeps: every answer must be the same.
 func TestSweepingNeverChangesADecision(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { sweepingNeverChangesADecision(t, compact) })
+	}
+}
+
+func sweepingNeverChangesADecision(t *testing.T, compact bool) {
 	clock := core.NewManualClock(time.Unix(0, 0))
-	eager := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: -1})
-	lazy := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: 1 << 62})
+	eager := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: -1, Compact: compact})
+	lazy := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: 1 << 62, Compact: compact})
 	policies := []*core.Policy{
 		core.MustPolicy(core.Per(3, time.Second)),
 		core.MustPolicy(core.Per(2, 100*time.Millisecond), core.Per(5, time.Second)),
@@ -72,9 +100,15 @@ func TestSweepingNeverChangesADecision(t *testing.T) {
 // TestKeyCap fills a small store past its cap: live keys keep their own limits, newcomers
 // share one overflow quota, and room returns once keys go idle.
 func TestKeyCap(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { keyCap(t, compact) })
+	}
+}
+
+func keyCap(t *testing.T, compact bool) {
 	clock := core.NewManualClock(time.Unix(0, 0))
 	const maxKeys = 64 * 4 // 4 per shard
-	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, MaxKeys: maxKeys})
+	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, MaxKeys: maxKeys, Compact: compact})
 	p := core.MustPolicy(core.Per(2, time.Minute))
 	ctx := context.Background()
 	var refusedNewcomers, admittedNewcomers int
@@ -139,7 +173,10 @@ func TestHeapPerKey(t *testing.T) {
 	}
 }
 
-func heapPerKey(p *core.Policy, n int) float64 {
+func heapPerKey(p *core.Policy, n int) float64 { return heapPerKeyIn(p, n, nil) }
+
+// heapPerKeyIn is heapPerKey in a store configured by cfg (MaxKeys is set to twice n).
+func heapPerKeyIn(p *core.Policy, n int, cfg *core.MemoryConfig) float64 {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
@@ -147,7 +184,12 @@ func heapPerKey(p *core.Policy, n int) float64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	store := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2 * n})
+	c := core.MemoryConfig{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.MaxKeys = 2 * n
+	store := core.NewMemoryStore(&c)
 	for _, k := range keys {
 		store.Decide(context.Background(), core.Query{Policy: p, Scope: "GET /user/test", Key: k})
 	}

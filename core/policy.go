@@ -24,6 +24,7 @@ type Policy struct {
 	bounded      []int         // indexes into rates of the bounded ones
 	gran         []int64       // per rate: the bounded form's granule, 0 for exact rates
 	stateLen     int
+	units        unitClock // single: the compact log's units (see compact.go)
 
 	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
 }
@@ -55,6 +56,9 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	p.text = strings.Join(texts, ",")
 	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
 	p.single = len(rates) == 1 && rates[0].exact()
+	if p.single {
+		p.units = newUnitClock(rates[0].Period)
+	}
 	return p, nil
 }
 
