@@ -25,11 +25,9 @@ type Releaser interface {
 // A request still takes its slot when it is admitted, so requests in flight never exceed
 // the limit, and gives it back once its handler has answered with a status that does not
 // count: in any interval of the period, at most count requests that count are admitted. A
-// handler that panics counts, since its status is not known, and so does a connection taken
-// over (a WebSocket) on net/http and Fiber (Gin and Echo report such a connection with the
-// status their writer holds); so does a request whose slot the store fails to give back
-// (the error hook is told). The store must implement Releaser; WithPenalty cannot be
-// combined with it.
+// handler that panics, or takes the connection over (a WebSocket), counts, since its status
+// is not known; so does a request whose slot the store fails to give back (the error hook
+// is told). The store must implement Releaser; WithPenalty cannot be combined with it.
 func WithCountWhen(counts func(status int) bool) Option {
 	return func(c *config) error {
 		if counts == nil {

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -96,4 +97,12 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 // closure is one allocation per request.
 func TestLimitAddsNoAllocation(t *testing.T) {
 	adaptertest.ExpectNoExtraAllocs(t, 1, 1, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}
+
+// A handler that takes the connection over leaves a status Echo never saw: it counts.
+func TestCountWhenHijackCounts(t *testing.T) {
+	e := echo.New()
+	e.GET("/ws", func(c echo.Context) error { adaptertest.Hijack(c.Response()); return nil },
+		echolimit.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed)))
+	adaptertest.CheckHijackCounts(t, e)
 }

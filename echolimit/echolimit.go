@@ -21,7 +21,7 @@
 // HTTPErrorHandler only after every middleware has returned, so the status is the one
 // DefaultHTTPErrorHandler writes for the error (an *echo.HTTPError's Code, else 500): an
 // HTTPErrorHandler that maps errors to other statuses is not seen. A request whose
-// handler panics counts.
+// handler panics, or takes the connection over, counts.
 package echolimit
 
 import (
@@ -88,9 +88,16 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 			return next(c)
 		}
 		// The limit counts by outcome: the handlers have answered, or returned the error
-		// Echo will answer with. A panic never gets here, and counts.
+		// Echo will answer with. A panic never gets here, and a connection taken over
+		// has no status: both count.
+		resp := c.Response()
+		w := &adapter.HijackWatch{ResponseWriter: resp.Writer}
+		resp.Writer = w
 		err := next(c)
-		m.l.Settle(r.Context(), v, status(c.Response(), err))
+		resp.Writer = w.ResponseWriter
+		if !w.Hijacked {
+			m.l.Settle(r.Context(), v, status(resp, err))
+		}
 		return err
 	}
 	if m.deny != nil {

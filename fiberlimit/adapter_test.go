@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
@@ -155,4 +156,24 @@ func sendFiber(app *fiber.App) func() int {
 
 func TestLimitAddsNoAllocation(t *testing.T) {
 	adaptertest.ExpectNoExtraAllocs(t, 0, 0, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+}
+
+// A handler that takes the connection over leaves a status fasthttp never sent: it counts.
+func TestCountWhenHijackCounts(t *testing.T) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/ws", fiberlimit.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed)),
+		func(c *fiber.Ctx) error {
+			c.Context().HijackSetNoResponse(true)
+			c.Context().Hijack(func(conn net.Conn) {
+				conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: close\r\n\r\n"))
+			})
+			return nil
+		})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln)
+	defer app.Shutdown()
+	adaptertest.CheckHijackCountsAt(t, ln.Addr().String())
 }

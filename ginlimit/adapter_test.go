@@ -3,6 +3,7 @@ package ginlimit_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -76,4 +77,13 @@ func (a adapter) handler(app adaptertest.App) http.Handler {
 
 func TestLimitAddsNoAllocation(t *testing.T) {
 	adaptertest.ExpectNoExtraAllocs(t, 0, 1, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+}
+
+// A handler that takes the connection over leaves a status Gin never saw: it counts.
+func TestCountWhenHijackCounts(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.GET("/ws", ginlimit.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed)),
+		func(c *gin.Context) { adaptertest.Hijack(c.Writer) })
+	adaptertest.CheckHijackCounts(t, r)
 }

@@ -13,11 +13,13 @@
 //
 // A limit that counts by outcome (core.WithCountWhen) runs the handlers after it itself
 // (c.Next) and takes the response's status from c.Writer.Status() once they have
-// returned. A request whose handler panics counts.
+// returned. A request whose handler panics, or takes the connection over, counts.
 package ginlimit
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -56,11 +58,19 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		}
 		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}}, adapter.HeaderMap(c.Writer.Header()))
 		if v.Allowed {
+			if v.Release == nil {
+				c.Next()
+				return
+			}
+			// The limit counts by outcome: the handlers answer, then the status decides.
+			// A panic never gets past c.Next, and a connection taken over has no status:
+			// both count.
+			w := &hijackWatch{ResponseWriter: c.Writer}
+			c.Writer = w
 			c.Next()
-			if v.Release != nil {
-				// The limit counts by outcome: the handlers have answered. A panic
-				// never gets here, and counts.
-				l.Settle(c.Request.Context(), v, c.Writer.Status())
+			c.Writer = w.ResponseWriter
+			if !w.hijacked {
+				l.Settle(c.Request.Context(), v, w.Status())
 			}
 			return
 		}
@@ -95,3 +105,17 @@ func (q request) RemoteAddr() string           { return q.c.Request.RemoteAddr }
 
 // Value returns what an earlier handler stored with c.Set(key, value).
 func (q request) Value(key any) any { v, _ := q.c.Get(key); return v }
+
+// hijackWatch notes whether a handler took the connection over.
+type hijackWatch struct {
+	gin.ResponseWriter
+	hijacked bool
+}
+
+func (w *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := w.ResponseWriter.Hijack()
+	if err == nil {
+		w.hijacked = true
+	}
+	return c, rw, err
+}

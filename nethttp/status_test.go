@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
@@ -175,4 +176,12 @@ func TestWithoutCountWhenTheWriterIsNotWrapped(t *testing.T) {
 			t.Errorf("the handler got %T, want the recorder itself", w)
 		}
 	})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+}
+
+// A handler that takes the connection over, on a real connection, counts.
+func TestCountWhenHijackCounts(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", nethttp.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { adaptertest.Hijack(w) })))
+	adaptertest.CheckHijackCounts(t, mux)
 }

@@ -26,7 +26,8 @@
 // response is written by Echo's HTTPErrorHandler only after every middleware has
 // returned, so the status is the one DefaultHTTPErrorHandler writes for the error (that
 // of the echo.HTTPStatusCoder it wraps, else 500): an HTTPErrorHandler that maps errors
-// to other statuses is not seen. A request whose handler panics counts.
+// to other statuses is not seen. A request whose handler panics, or takes the
+// connection over, counts.
 package echolimit
 
 import (
@@ -91,10 +92,23 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 			return next(c)
 		}
 		// The limit counts by outcome: the handlers have answered, or returned the error
-		// Echo will answer with. A panic never gets here, and counts.
+		// Echo will answer with. A panic never gets here, and a connection taken over
+		// has no status: both count.
+		resp, uerr := echo.UnwrapResponse(c.Response())
+		if uerr != nil { // a writer Echo cannot see into: no hijack can be told apart
+			err := next(c)
+			_, status := echo.ResolveResponseStatus(c.Response(), err)
+			m.l.Settle(r.Context(), v, status)
+			return err
+		}
+		w := &adapter.HijackWatch{ResponseWriter: resp.ResponseWriter}
+		resp.ResponseWriter = w
 		err := next(c)
-		_, status := echo.ResolveResponseStatus(c.Response(), err)
-		m.l.Settle(r.Context(), v, status)
+		resp.ResponseWriter = w.ResponseWriter
+		if !w.Hijacked {
+			_, status := echo.ResolveResponseStatus(c.Response(), err)
+			m.l.Settle(r.Context(), v, status)
+		}
 		return err
 	}
 	if m.deny != nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
@@ -186,4 +187,24 @@ func TestForwardedClientAddsNoAllocation(t *testing.T) {
 		app.TrustProxies = []string{"192.0.2.0/24"} // adaptertest.DefaultRemote's network
 		return sendFiber(ad.app(app), "X-Forwarded-For", "198.51.100.1, 203.0.113.9, 192.0.2.8")
 	})
+}
+
+// A handler that takes the connection over leaves a status fasthttp never sent: it counts.
+func TestCountWhenHijackCounts(t *testing.T) {
+	app := fiber.New()
+	app.Get("/ws", fiberlimit.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed)),
+		func(c fiber.Ctx) error {
+			c.RequestCtx().HijackSetNoResponse(true)
+			c.RequestCtx().Hijack(func(conn net.Conn) {
+				conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: close\r\n\r\n"))
+			})
+			return nil
+		})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	defer app.Shutdown()
+	adaptertest.CheckHijackCountsAt(t, ln.Addr().String())
 }
