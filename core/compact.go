@@ -56,7 +56,7 @@ func newUnitClock(T time.Duration) unitClock {
 	u := unitOf(T)
 	c := unitClock{u: u, span: (int64(T) + u - 1) / u}
 	if u > 1 {
-		c.magic = ^uint64(0) / uint64(u) // floor((2^64-1)/u) = floor(2^64/u): u is no power of two above 2
+		c.magic = ^uint64(0) / uint64(u) // floor((2^64-1)/u): a product falls at most one short, which floor corrects
 	}
 	return c
 }
@@ -76,13 +76,12 @@ func (c *unitClock) floor(ns int64) int64 {
 	return int64(q)
 }
 
-// ceil returns ceil(ns/u).
-func (c *unitClock) ceil(ns int64) int64 {
-	q := c.floor(ns)
-	if q*c.u < ns {
-		q++
+// ceil returns ceil(ns/u), given fl = floor(ns/u).
+func (c *unitClock) ceil(ns, fl int64) int64 {
+	if fl*c.u < ns {
+		return fl + 1
 	}
-	return q
+	return fl
 }
 
 // compactLog views the state s as its base and its offsets.
@@ -105,7 +104,8 @@ func (p *Policy) applyCompact(d *Decision, s []int64, now int64, cost int, mode 
 	// Judged no later than it is: not before the unit ending at the newest grant, which
 	// was rounded up to the end of the unit it happened in, so this decision, which runs
 	// after it, happens no earlier than that unit's start.
-	at := c.floor(now)
+	fl := c.floor(now)
+	at := fl
 	newest := int64(log[N-1])
 	if newest != 0 && at < B+newest-2 {
 		at = B + newest - 2
@@ -115,7 +115,7 @@ func (p *Policy) applyCompact(d *Decision, s []int64, now int64, cost int, mode 
 	allowed := g == 0 || B+g-1 <= at-c.span
 	if mode == Penalty || (allowed && mode == Enforce) {
 		// Recorded no earlier than it happened, and never before the newest grant.
-		rec := max(c.ceil(now), at, B+newest-1)
+		rec := max(c.ceil(now, fl), at, B+newest-1)
 		if newest == 0 { // no grant held: the base is free to move
 			B = rec - c.span
 			*base = B

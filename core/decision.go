@@ -24,8 +24,9 @@ type Decision struct {
 	// FullReset is how long until the key holds no grant in any of its windows.
 	FullReset time.Duration
 	// Grant names the grant this decision recorded, when it recorded one (an admission in
-	// Enforce mode): the time it was recorded at, on the store's clock and in its unit,
-	// which the store's Release (see Releaser) takes to give that grant back.
+	// Enforce mode; any request in Penalty mode): the time it was recorded at, on the
+	// store's clock and in its unit, which the store's Release (see Releaser) takes to give
+	// that grant back. Meaningless when the decision recorded nothing.
 	Grant int64
 }
 

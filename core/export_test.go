@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Views of the memory store's insides for the external tests.
 
@@ -73,4 +76,6 @@ func (p *Policy) Release(s []int64, at int64, cost int) { p.release(s, at, cost)
 // Unit returns the unit a compact memory store keeps a one-rate policy's times in.
 func (p *Policy) Unit() time.Duration { return time.Duration(p.units.u) }
 
-func (m *MemoryStore) ReleaseAt(q Query, grant int64) error { return m.Release(nil, q, grant) }
+func (m *MemoryStore) ReleaseAt(q Query, grant int64) error {
+	return m.Release(context.Background(), q, grant)
+}

@@ -421,7 +421,7 @@ func (t *keyTable) inheritOverflow(s []int64) {
 
 // insert puts a new entry in the table, growing it first if it is 13/16 full: a hit still
 // probes about three slots, within a cache line or two, and a fuller table keeps the index
-// a small share of a small key's memory (a grown table is a half full again).
+// a small share of a small key's memory (a grown table is about two fifths full again).
 func (sh *tableShard) insert(e *int64, h uint64) {
 	a := sh.slots.Load()
 	if (sh.used+1)*16 > len(a.slots)*13 {
