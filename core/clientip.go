@@ -43,10 +43,9 @@ func (l *limiter) clientKey(peer string, r Request) string {
 func (l *limiter) formatAddr(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
 	if addr.Is6() && l.cfg.ipv6Bits < 128 {
-		p, _ := addr.Prefix(l.cfg.ipv6Bits)
-		return p.String()
+		return addrKey(addr, l.cfg.ipv6Bits)
 	}
-	return addr.String()
+	return addrKey(addr, addr.BitLen())
 }
 
 // canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4
@@ -104,11 +103,7 @@ func (l *limiter) trusts(a netip.Addr) bool {
 func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	switch name := l.cfg.forwardedHeader; name {
 	case "", "X-Forwarded-For":
-		var list []string
-		for _, h := range r.Headers("X-Forwarded-For") {
-			list = append(list, strings.Split(h, ",")...)
-		}
-		return l.walk(peer, list)
+		return l.walkLines(peer, r.Headers("X-Forwarded-For"))
 	case "Forwarded":
 		return l.walk(peer, forwardedFor(r.Headers("Forwarded")))
 	default:
@@ -123,6 +118,30 @@ func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 		}
 		return peer
 	}
+}
+
+// walkLines is walk over the comma-separated entries of lines, read in place: a client
+// behind proxies sends on every request, and splitting would allocate each time.
+func (l *limiter) walkLines(peer netip.Addr, lines []string) netip.Addr {
+	client := peer
+	for i := len(lines) - 1; i >= 0; i-- {
+		for line := lines[i]; ; {
+			comma := strings.LastIndexByte(line, ',')
+			a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(line[comma+1:])))
+			if err != nil {
+				return client
+			}
+			client = a
+			if !l.trusts(a) {
+				return a
+			}
+			if comma < 0 {
+				break
+			}
+			line = line[:comma]
+		}
+	}
+	return client
 }
 
 func (l *limiter) walk(peer netip.Addr, list []string) netip.Addr {

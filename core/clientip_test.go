@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +141,66 @@ func TestIPv4KeyDoesNotAllocate(t *testing.T) {
 	l := limiter(t)
 	if n := testing.AllocsPerRun(100, func() { core.ClientKey(l, "192.0.2.1:5555", nil) }); n != 0 {
 		t.Fatalf("%v allocations", n)
+	}
+}
+
+// An IPv6 client, keyed by its prefix, and a client behind a trusted proxy send again and
+// again: their keys must not be formatted anew, allocating, on every request.
+func TestRepeatedClientKeyDoesNotAllocate(t *testing.T) {
+	proxied := fakeRequest{h: map[string][]string{"X-Forwarded-For": {"203.0.113.9, 198.51.100.8", "10.2.2.2"}}}
+	for _, c := range []struct {
+		name, peer string
+		r          core.Request
+		opts       []core.Option
+	}{
+		{"IPv6 /64", "[2001:db8::1]:5555", nil, nil},
+		{"IPv6 /128", "[2001:db8::1]:5555", nil, []core.Option{core.WithIPv6Prefix(128)}},
+		{"IPv4-mapped", "[::ffff:192.0.2.1]:5555", nil, nil},
+		{"trusted proxy", "10.1.1.1:80", proxied, []core.Option{core.WithTrustedProxies("10.0.0.0/8")}},
+	} {
+		l := limiter(t, c.opts...)
+		core.ClientKey(l, c.peer, c.r)
+		least := 1e9
+		for range 3 {
+			least = min(least, testing.AllocsPerRun(100, func() { core.ClientKey(l, c.peer, c.r) }))
+		}
+		if least != 0 {
+			t.Errorf("%s: %v allocations per key", c.name, least)
+		}
+	}
+}
+
+// Keys remembered for one address are never another's: many more addresses than the
+// cache has slots, in several groupings, each key as netip formats it.
+func TestClientKeyCacheNeverMixesAddresses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, bits := range []int{48, 64, 128} {
+		l := limiter(t, core.WithIPv6Prefix(bits))
+		addrs := make([]netip.Addr, 5000)
+		for i := range addrs {
+			var b [16]byte
+			binary.BigEndian.PutUint64(b[:], 0x20010db800000000|uint64(rng.IntN(64))<<16)
+			binary.BigEndian.PutUint64(b[8:], rng.Uint64()%8)
+			addrs[i] = netip.AddrFrom16(b)
+		}
+		for round := range 3 {
+			for _, a := range addrs {
+				want := a.String()
+				if bits < 128 {
+					want = netip.PrefixFrom(a, bits).Masked().String()
+				}
+				if got := core.ClientKey(l, netip.AddrPortFrom(a, 80).String(), nil); got != want {
+					t.Fatalf("/%d round %d: %v keyed %q, want %q", bits, round, a, got, want)
+				}
+			}
+		}
+	}
+	l := limiter(t, core.WithTrustedProxies("10.0.0.0/8"))
+	for i := range 3000 {
+		a := netip.AddrFrom4([4]byte{192, 0, byte(i >> 8), byte(i)})
+		r := fakeRequest{h: map[string][]string{"X-Forwarded-For": {a.String()}}}
+		if got := core.ClientKey(l, "10.1.1.1:80", r); got != a.String() {
+			t.Fatalf("forwarded %v keyed %q", a, got)
+		}
 	}
 }

@@ -19,7 +19,18 @@ var ad = adapter{adaptertest.Constructors[gin.HandlerFunc]{LimitFunc: ginlimit.L
 func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
 
 func BenchmarkMiddleware(b *testing.B) {
-	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) }, floor())
+}
+
+// floor is the bare route behind the least a limiter does (adaptertest.Floor).
+func floor() func() int {
+	f := adaptertest.NewFloor[string]()
+	r := gin.New()
+	r.GET("/user/:id", func(c *gin.Context) {
+		f.Admit(c.Request.RemoteAddr)
+		adaptertest.SetFloorFields(c.Writer.Header())
+	}, ok)
+	return adaptertest.SendHTTP(r)
 }
 
 type adapter struct {

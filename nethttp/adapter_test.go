@@ -17,7 +17,20 @@ var ad = adapter{adaptertest.Constructors[func(http.Handler) http.Handler]{Limit
 func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
 
 func BenchmarkMiddleware(b *testing.B) {
-	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) }, floor())
+}
+
+// floor is the bare route behind the least a limiter does (adaptertest.Floor).
+func floor() func() int {
+	f := adaptertest.NewFloor[string]()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux := http.NewServeMux()
+	mux.Handle(pattern("/user/:id"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.Admit(r.RemoteAddr)
+		adaptertest.SetFloorFields(w.Header())
+		ok.ServeHTTP(w, r)
+	}))
+	return adaptertest.SendHTTP(mux)
 }
 
 type adapter struct {

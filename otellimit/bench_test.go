@@ -39,8 +39,8 @@ func build(opts ...core.Option) func(adaptertest.App) func() int {
 // the limited route with the option against the same route without it, in one loop.
 func BenchmarkMiddleware(b *testing.B) {
 	m := otellimit.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
-	b.Run("without", func(b *testing.B) { adaptertest.Bench(b, build()) })
-	b.Run("with", func(b *testing.B) { adaptertest.Bench(b, build(m.Option())) })
+	b.Run("without", func(b *testing.B) { adaptertest.Bench(b, build(), nil) })
+	b.Run("with", func(b *testing.B) { adaptertest.Bench(b, build(m.Option()), nil) })
 	// The same, with an observer that does nothing: what core's observer hook costs on
 	// its own, whatever the observer does.
 	for _, c := range []struct {

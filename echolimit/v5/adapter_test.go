@@ -18,7 +18,21 @@ var ad = adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echoli
 func TestConformance(t *testing.T) { adaptertest.Run(t, ad) }
 
 func BenchmarkMiddleware(b *testing.B) {
-	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) })
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return adaptertest.SendHTTP(ad.handler(app)) }, floor())
+}
+
+// floor is the bare route behind the least a limiter does (adaptertest.Floor).
+func floor() func() int {
+	f := adaptertest.NewFloor[string]()
+	e := echo.New()
+	e.GET("/user/:id", ok, func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			f.Admit(c.Request().RemoteAddr)
+			adaptertest.SetFloorFields(c.Response().Header())
+			return next(c)
+		}
+	})
+	return adaptertest.SendHTTP(e)
 }
 
 type adapter struct {

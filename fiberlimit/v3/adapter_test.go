@@ -29,7 +29,21 @@ func TestConformanceRealIP(t *testing.T) {
 }
 
 func BenchmarkMiddleware(b *testing.B) {
-	adaptertest.Bench(b, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) })
+	adaptertest.Bench(b, func(app adaptertest.App) func() int { return sendFiber(ad.app(app)) }, floor())
+}
+
+// floor is the bare route behind the least a limiter does (adaptertest.Floor). Fiber
+// gives the peer as a net.Addr; a limiter keys by its IP.
+func floor() func() int {
+	f := adaptertest.NewFloor[[16]byte]()
+	app := fiber.New()
+	app.Get("/user/:id", func(c fiber.Ctx) error {
+		f.Admit([16]byte(c.RequestCtx().RemoteAddr().(*net.TCPAddr).IP.To16()))
+		c.Set("Ratelimit-Policy", adaptertest.FloorPolicy[0])
+		c.Set("Ratelimit", adaptertest.FloorField[0])
+		return c.Next()
+	}, ok)
+	return sendFiber(app)
 }
 
 type adapter struct {

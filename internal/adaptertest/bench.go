@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,12 +64,52 @@ func (c *benchClock) Now() time.Time {
 	return c.start.Add(time.Since(c.start) + time.Duration(c.n.Add(1))*c.step)
 }
 
+// A Floor is the least work any strict per-client limiter does for an admitted request,
+// without reqlimit: find the client's state by its address, read the monotonic clock and
+// update the state under a lock. Adapters' benchmarks put it on the bare route, with the
+// two standard fields set as already formatted values, as "floor": what no limiter can
+// cost less than on that framework, the measure of how much of a limit's cost is its own.
+// K is the address as the framework gives it: net/http's RemoteAddr text, the IP of
+// fasthttp's net.Addr.
+type Floor[K comparable] struct {
+	mu    sync.Mutex
+	start time.Time
+	last  map[K]time.Duration
+}
+
+// NewFloor returns a Floor with no client seen.
+func NewFloor[K comparable]() *Floor[K] {
+	return &Floor[K]{start: time.Now(), last: map[K]time.Duration{}}
+}
+
+// Admit records a request of the client at peer.
+func (f *Floor[K]) Admit(peer K) {
+	f.mu.Lock()
+	f.last[peer] = time.Since(f.start)
+	f.mu.Unlock()
+}
+
+// The standard fields the floor sets: a 3/1m limit's, as one-element values a response
+// can share, so that setting them allocates nothing.
+var (
+	FloorPolicy = []string{`"3/1m";q=3;w=60`}
+	FloorField  = []string{`"3/1m";r=2;t=60`}
+)
+
+// SetFloorFields sets the floor's fields into a net/http response's header.
+func SetFloorFields(h http.Header) {
+	h["Ratelimit-Policy"] = FloorPolicy
+	h["Ratelimit"] = FloorField
+}
+
 // Bench runs BenchApps as sub-benchmarks. build returns a function sending the app one
-// GET /user/1 from DefaultRemote, reusing whatever it can, and returning the status.
+// GET /user/1 from DefaultRemote, reusing whatever it can, and returning the status;
+// floor, if not nil, is such a function for the bare route behind the adapter's Floor
+// middleware.
 //
-// Then, for each limited app, an "interleaved" run (see Interleaved) whose x-bare
-// metric is the ratio to the bare route, steadier than dividing two separate runs.
-func Bench(b *testing.B, build func(App) func() int) {
+// Then, for the floor and each limited app, an "interleaved" run (see Interleaved) whose
+// x-bare metric is the ratio to the bare route, steadier than dividing two separate runs.
+func Bench(b *testing.B, build func(App) func() int, floor func() int) {
 	apps := BenchApps()
 	for _, c := range apps {
 		b.Run(c.Name, func(b *testing.B) {
@@ -84,6 +125,11 @@ func Bench(b *testing.B, build func(App) func() int) {
 			if code != 200 {
 				b.Fatalf("status %d by the end, want 200: the limit refused", code)
 			}
+		})
+	}
+	if floor != nil {
+		b.Run("floor/interleaved", func(b *testing.B) {
+			Interleaved(b, build(apps[0].App), floor, "bare")
 		})
 	}
 	for _, c := range apps[1:] {
