@@ -196,7 +196,7 @@ func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v v
 // check decides in into *v, which is zero, and returns the key it decided for.
 func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) {
 	c := &l.cfg
-	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Request) {
+	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Addr, in.Request) {
 		v.Allowed, v.Skipped = true, true
 		return ""
 	}
@@ -211,7 +211,7 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 	var took time.Duration
 	if l.mem != nil {
 		err = l.mem.decide(&v.Decision, q, l.mem.now())
-	} else if c.observer != nil {
+	} else if ctx = requestContext(ctx, in); c.observer != nil {
 		// Timed only for observers, and only for stores across a network: the clock
 		// readings would cost the memory store a large share of its decision.
 		start := time.Now()
@@ -221,11 +221,11 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 		v.Decision, err = l.store.Decide(ctx, q)
 	}
 	if errors.Is(err, ErrCostTooHigh) {
-		*v = l.tooCostly(ctx, q, in.Route, err)
+		*v = l.tooCostly(requestContext(ctx, in), q, in.Route, err)
 		return q.Key
 	}
 	if err != nil {
-		*v = l.failed(ctx, q, in.Route, err, took)
+		*v = l.failed(requestContext(ctx, in), q, in.Route, err, took)
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
@@ -240,6 +240,19 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 		l.observe(o, q, in.Route, *v, took)
 	}
 	return q.Key
+}
+
+// requestContext returns ctx or, when the adapter passed none, the request's context:
+// reading a framework's context can cost more than a decision in memory, which never
+// needs it, so adapters may leave it to the few paths that do.
+func requestContext(ctx context.Context, in input) context.Context {
+	switch {
+	case ctx != nil:
+		return ctx
+	case in.Request != nil:
+		return in.Request.Context()
+	}
+	return context.Background()
 }
 
 // observe tells the observer, if any, of a decision.
@@ -305,16 +318,16 @@ const fallbackKeyPrefix = "\x00ip "
 // key function never turns limiting off.
 func (l *limiter) key(ctx context.Context, in input) string {
 	if l.cfg.key == nil || in.Request == nil {
-		return l.clientKey(in.Peer, in.Request)
+		return l.clientKey(in.Peer, in.Addr, in.Request)
 	}
 	k, err := l.cfg.key(in.Request)
 	if err == nil && k != "" {
 		return k // the client's IP is not needed, nor worked out
 	}
 	if err != nil {
-		l.report(ctx, fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err))
+		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err))
 	}
-	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Request)
+	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Addr, in.Request)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it

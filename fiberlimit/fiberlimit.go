@@ -38,7 +38,6 @@ package fiberlimit
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -74,13 +73,13 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	frameworkIP := l.FrameworkIP()
 	return func(c *fiber.Ctx) error {
-		peer := peerIP(c.Context().RemoteAddr())
+		peer, addr := adapter.PeerAddr(c.Context().RemoteAddr())
 		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
-			if ip, ok := lastAddress(c, header); ok {
-				peer = ip
+			if a, ok := lastAddress(c, header); ok {
+				peer, addr = "", a
 			}
 		}
-		in := adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
+		in := adapter.Input{Route: c.Route().Path, Peer: peer, Addr: addr, Request: request{c}}
 		v := l.Check(c.UserContext(), in, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
@@ -117,18 +116,6 @@ func status(c *fiber.Ctx, err error) int {
 	return fiber.StatusInternalServerError
 }
 
-// peerIP returns the connection's peer address as core reads it. TCP peers, nearly all,
-// go through adapter.IPString; other kinds (unix sockets, test pipes) as their String says.
-func peerIP(a net.Addr) string {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return adapter.IPString(a.IP)
-	case nil:
-		return ""
-	}
-	return a.String()
-}
-
 // useFrameworkIP reports whether app's ProxyHeader (returned) may key requests: it must
 // hold one address, set by the proxy, and the app must believe it only from TrustedProxies
 // (or the limit opted in). App.Config copies the whole Config, hundreds of bytes, so the
@@ -148,17 +135,15 @@ func useFrameworkIP(app *fiber.App, optIn bool) (string, bool) {
 // trusted proxy wrote: Fiber's c.IP() takes the first, which a proxy that appends its own
 // line instead of replacing the field leaves to the client. Anything but one address falls
 // back to the peer, so that garbage passed on by a trusted proxy cannot mint buckets. The
-// result is a copy: the header's bytes belong to the request.
-func lastAddress(c *fiber.Ctx, header string) (string, bool) {
+// header's bytes belong to the request: they are read in place, and only the parsed
+// address is kept.
+func lastAddress(c *fiber.Ctx, header string) (netip.Addr, bool) {
 	lines := c.Request().Header.PeekAll(header)
 	if len(lines) == 0 {
-		return "", false
+		return netip.Addr{}, false
 	}
-	ip := strings.TrimSpace(string(lines[len(lines)-1]))
-	if !isIP(ip) {
-		return "", false
-	}
-	return ip, true
+	a, err := netip.ParseAddr(strings.TrimSpace(utils.UnsafeString(lines[len(lines)-1])))
+	return a, err == nil
 }
 
 // singleAddressHeader reports whether a proxy header holds one address: not empty (then
@@ -175,11 +160,6 @@ type appTrust struct {
 }
 
 var lastApp atomic.Pointer[appTrust]
-
-func isIP(s string) bool {
-	_, err := netip.ParseAddr(s)
-	return err == nil
-}
 
 // A DenyFunc writes the response to a refused request, or returns an error for the app's
 // ErrorHandler. Rate-limit fields and Retry-After are already set.

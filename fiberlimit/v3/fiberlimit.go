@@ -105,11 +105,21 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	// whole Config, and a handler nearly always serves one app, whose config is fixed.
 	var trust atomic.Pointer[proxyTrust]
 	return func(c fiber.Ctx) error {
-		in := adapter.Input{Route: route(c), Peer: clientIP(c, &trust)}
-		if needsRequest {
-			in.Request = newRequest(c)
+		in := adapter.Input{Route: route(c)}
+		in.Peer, in.Addr = clientIP(c, &trust)
+		// Fiber's own context is one pointer, boxed without allocating: given the request,
+		// core reads its context only where it needs it, since c.Context() costs a lookup
+		// (and a store, on first use). An application's custom context is boxed, which
+		// allocates, only for a limit that reads the request.
+		var ctx context.Context
+		if d, ok := c.(*fiber.DefaultCtx); ok {
+			in.Request = request[*fiber.DefaultCtx]{d}
+		} else if needsRequest {
+			in.Request = request[fiber.Ctx]{c}
+		} else {
+			ctx = c.Context()
 		}
-		v := l.Check(c.Context(), in, (*header)(&c.Response().Header))
+		v := l.Check(ctx, in, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()
@@ -158,7 +168,7 @@ func route(c fiber.Ctx) string {
 
 // clientIP returns the request's client address as core reads it: the peer's, or the one
 // the app's trusted proxy forwarded.
-func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
+func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (string, netip.Addr) {
 	addr := c.RequestCtx().RemoteAddr()
 	t := cache.Load()
 	if app := c.App(); t == nil || t.app != app {
@@ -167,22 +177,10 @@ func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
 	}
 	if t.header != "" && t.trustsPeer(addr) {
 		if a, ok := t.forwarded(&c.Request().Header); ok {
-			return adapter.PeerString(a)
+			return "", a
 		}
 	}
-	return peerIP(addr)
-}
-
-// peerIP returns the connection's peer address as core reads it. TCP peers, nearly all,
-// go through adapter.IPString; other kinds (unix sockets, test pipes) as their String says.
-func peerIP(a net.Addr) string {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return adapter.IPString(a.IP)
-	case nil:
-		return ""
-	}
-	return a.String()
+	return adapter.PeerAddr(addr)
 }
 
 // proxyTrust is an app's TrustProxy configuration, decided the way c.IsProxyTrusted
@@ -340,15 +338,6 @@ func (h *header) Values(name string) []string {
 
 // Add adds a line to the field, after those already set.
 func (h *header) Add(name, value string) { (*fasthttp.ResponseHeader)(h).Add(name, value) }
-
-// newRequest returns c as a core.Request. Fiber's own context is one pointer, so boxing
-// it allocates nothing; an application's custom context is boxed as it is.
-func newRequest(c fiber.Ctx) core.Request {
-	if d, ok := c.(*fiber.DefaultCtx); ok {
-		return request[*fiber.DefaultCtx]{d}
-	}
-	return request[fiber.Ctx]{c}
-}
 
 // request is core.Request over a fiber.Ctx. Every string it returns is a copy: key
 // functions and stores may keep them.

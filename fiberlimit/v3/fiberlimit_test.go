@@ -394,3 +394,49 @@ func TestFieldsWithNormalizingOff(t *testing.T) {
 // noTimeout makes app.Test wait for the handler: its default gives up after a second,
 // which a loaded machine can take.
 var noTimeout = fiber.TestConfig{Timeout: 0}
+
+type traceKey struct{}
+
+// failingStore fails every decision, so that the error hook is told.
+type failingStore struct{}
+
+func (failingStore) Decide(context.Context, core.Query) (core.Decision, error) {
+	return core.Decision{}, fmt.Errorf("store down")
+}
+
+// TestErrorHookSeesRequestContext: the adapter leaves reading the request's context to
+// core, which must still hand the error hook the context the app set (c.SetContext), for
+// a key function's error and a store's, with Fiber's context and a custom one.
+func TestErrorHookSeesRequestContext(t *testing.T) {
+	for _, custom := range []bool{false, true} {
+		app := fiber.New()
+		if custom {
+			app = fiber.NewWithCustomCtx(func(app *fiber.App) fiber.CustomCtx {
+				return &customCtx{DefaultCtx: *fiber.NewDefaultCtx(app)}
+			})
+		}
+		app.Use(func(c fiber.Ctx) error {
+			c.SetContext(context.WithValue(c.Context(), traceKey{}, strings.Clone(c.Get("X-Trace"))))
+			return c.Next()
+		})
+		var mu sync.Mutex
+		var saw []any
+		hook := core.WithErrorHook(func(ctx context.Context, err error) {
+			mu.Lock()
+			saw = append(saw, ctx.Value(traceKey{}))
+			mu.Unlock()
+		})
+		badKey := core.WithKey(func(core.Request) (string, error) { return "", fmt.Errorf("no token") })
+		app.Get("/key", fiberlimit.Limit(5, time.Minute, core.WithStore(core.NewMemoryStore(nil)), badKey, hook), ok)
+		app.Get("/store", fiberlimit.Limit(5, time.Minute, core.WithStore(failingStore{}), hook), ok)
+		send := serve(app)
+		for _, path := range []string{"/key", "/store"} {
+			if r := send(adaptertest.Request{Path: path, Header: adaptertest.H("X-Trace", "t"+path)}); r.Status != 200 {
+				t.Errorf("custom=%v %s: status %d", custom, path, r.Status)
+			}
+		}
+		if want := "[t/key t/store]"; fmt.Sprint(saw) != want {
+			t.Errorf("custom=%v: the error hook saw trace values %v, want %s", custom, saw, want)
+		}
+	}
+}

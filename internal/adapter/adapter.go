@@ -39,6 +39,8 @@ type Limiter interface {
 	// Check decides one request and, when h is not nil, writes its rate-limit fields in
 	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
 	// help. It never fails: store errors go to the error hook and the fail mode decides.
+	// ctx may be nil when in.Request is set: the request's context is then read only
+	// where it is needed (a store across a network, an error to report).
 	Check(ctx context.Context, in Input, h HeaderSetter) Verdict
 	// Settle finishes an admitted request whose Verdict carries a Release, once its
 	// handler has answered with status: the limit's rule decides whether it counts. A

@@ -5,6 +5,7 @@
 package hook
 
 import (
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -18,6 +19,9 @@ type Input[R any] struct {
 	// Peer is the connection's peer address ("host:port"), or the framework's client IP
 	// when the application configured its framework's trusted proxies.
 	Peer string
+	// Addr, when valid, is the peer already parsed (frameworks on fasthttp hand it over as
+	// a net.Addr, or forwarded by a proxy they trust): then Peer is not read.
+	Addr netip.Addr
 	// Request gives key, skip and cost functions the request; it may be nil when the
 	// limit does not need it (NeedsRequest).
 	Request R
