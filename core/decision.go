@@ -16,8 +16,8 @@ type Decision struct {
 	// if nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
 	// Reset is how long until Rate's quota next grows: until the oldest grant it still
-	// counts leaves its window (for a rate counted in buckets, see BoundedBuckets, until
-	// the window's oldest bucket leaves, which is no later). Until then at most Remaining
+	// counts leaves its window (a rate of more than 256 per period is counted in 100
+	// buckets: until the window's oldest bucket leaves, which is no later). Until then at most Remaining
 	// more fit, which is what the RateLimit field's t reports. On a refusal it equals
 	// RetryAfter, for a request of cost 1.
 	Reset time.Duration

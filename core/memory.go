@@ -26,7 +26,7 @@ const shardCount = 64
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
-	clock      Clock
+	clock      func() time.Time // nil: the monotonic clock, read directly (see now)
 	epoch      time.Time
 	maxKeys    int64
 	sweepEvery int64
@@ -123,9 +123,10 @@ type MemoryConfig struct {
 	// SweepInterval is how often each shard starts a pass to drop idle keys, a few at a
 	// time; 0 means one minute, and a negative value means always.
 	SweepInterval time.Duration
-	// Clock is the store's time; nil means the system's monotonic clock.
-	Clock Clock
-	// Compact keeps each key of a policy of one exact rate (N per T, N <= ExactMax) in 2
+	// Now is the store's time, read once per decision; nil means the system's monotonic
+	// clock. Tests pass a clock that moves only when told, such as storetest's ManualClock.
+	Now func() time.Time
+	// Compact keeps each key of a policy of one exact rate (N per T, N up to 256) in 2
 	// bytes a grant rather than 8: a key of 100/1m then takes about a quarter of the memory.
 	// Grant times are then kept in units of at most T/13107 (1, 2 or 5 times a power of ten
 	// nanoseconds: whole milliseconds stay whole), rounded so that the limit stays strict: a
@@ -145,13 +146,13 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		tables:     map[string]*keyTable{},
 	}
 	if cfg != nil {
-		m.clock, m.maxKeys, m.compact = cfg.Clock, int64(cfg.MaxKeys), cfg.Compact
+		m.clock, m.maxKeys, m.compact = cfg.Now, int64(cfg.MaxKeys), cfg.Compact
 		if cfg.SweepInterval != 0 {
 			m.sweepEvery = max(0, int64(cfg.SweepInterval))
 		}
 	}
 	if m.clock != nil {
-		m.epoch = m.clock.Now()
+		m.epoch = m.clock()
 	}
 	if m.maxKeys < 1 {
 		m.maxKeys = defaultMaxKeys
@@ -163,7 +164,7 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 // the monotonic clock, which is cheaper than time.Now and never jumps.
 func (m *MemoryStore) now() int64 {
 	if m.clock != nil {
-		return int64(m.clock.Now().Sub(m.epoch))
+		return int64(m.clock().Sub(m.epoch))
 	}
 	return int64(time.Since(m.epoch))
 }
@@ -579,8 +580,8 @@ func (m *MemoryStore) tableList() []*keyTable {
 // Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
-// Sweep drops every idle key now.
-func (m *MemoryStore) Sweep() {
+// sweep drops every idle key now.
+func (m *MemoryStore) sweep() {
 	now := m.now()
 	for _, t := range m.tableList() {
 		for i := range t.shards {

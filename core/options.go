@@ -123,7 +123,7 @@ func WithPenalty() Option {
 	return func(c *config) error { c.mode = Penalty; return nil }
 }
 
-// WithShortPeriods allows periods below MinPeriod, for the rare limit that means
+// WithShortPeriods allows periods below 1 ms, for the rare limit that means
 // microseconds: without it they are refused, since they are nearly always a missing unit.
 func WithShortPeriods() Option {
 	return func(c *config) error { c.shortPeriods = true; return nil }

@@ -20,13 +20,13 @@ import (
 // key is what the limit keys by: the key function's value, or the client's address as the
 // limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"). A Quota's methods
 // are safe for concurrent use, with each other and with requests. Before its limit is
-// registered, they return ErrNoLimit.
+// registered, they fail.
 type Quota struct {
 	l atomic.Pointer[limiter]
 }
 
-// ErrNoLimit is returned by a Quota whose limit has not been registered.
-var ErrNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
+// errNoLimit is returned by a Quota whose limit has not been registered.
+var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
 
 // A Resetter is a Store that can forget a bucket: its grants of every rate, as if it had
 // never been used. Decisions on the bucket that run at the same time see it before or
@@ -50,7 +50,7 @@ func WithQuota(q *Quota) Option {
 func (q *Quota) Reset(ctx context.Context, key string) error {
 	l := q.l.Load()
 	if l == nil {
-		return ErrNoLimit
+		return errNoLimit
 	}
 	r, ok := l.store.(Resetter)
 	if !ok {
@@ -67,7 +67,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	l := q.l.Load()
 	if l == nil {
-		return Decision{}, ErrNoLimit
+		return Decision{}, errNoLimit
 	}
 	d, err := l.store.Decide(ctx, Query{Policy: l.policy, Scope: l.cfg.scope, Key: key, Mode: Peek, Cost: 1})
 	if err != nil {
