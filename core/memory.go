@@ -20,9 +20,8 @@ const (
 const shardCount = 64
 
 // MemoryStore is the in-process Store, and the default: exact, allocation-free per
-// decision, bounded in size, with no goroutine to stop. At MaxKeys, newcomers share one
-// overflow bucket per policy until idle keys make room: no live key is evicted, so no
-// client exceeds its limit, and a flood of clients costs memory only up to the cap.
+// decision, bounded, with no goroutine to stop. At MaxKeys, newcomers share one bucket per
+// policy until idle keys make room: no live key is evicted, so no client exceeds its limit.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
@@ -116,27 +115,21 @@ const sweptHash = 0
 // tombstone marks a slot whose entry was swept, so that probes for other keys go on past it.
 var tombstone = new(int64)
 
-// A MemoryConfig configures a MemoryStore. Its zero value works: every field has a default.
+// A MemoryConfig configures a MemoryStore; its zero value means every default.
 type MemoryConfig struct {
-	// MaxKeys caps the number of keys held; 0 means 1<<20. See MemoryStore for the cap.
-	MaxKeys int
-	// SweepInterval is how often each shard starts a pass to drop idle keys, a few at a
-	// time; 0 means one minute, and a negative value means always.
+	MaxKeys int // the keys held at most (see MemoryStore); 0 means 1<<20
+	// SweepInterval is how often shards start dropping idle keys; 0 means a minute, <0 always.
 	SweepInterval time.Duration
-	// Now is the store's time, read once per decision; nil means the system's monotonic
-	// clock. Tests pass a clock that moves only when told, such as storetest's ManualClock.
+	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic one.
 	Now func() time.Time
-	// Compact keeps each key of a policy of one exact rate (N per T, N up to 256) in 2
-	// bytes a grant rather than 8: a key of 100/1m then takes about a quarter of the memory.
-	// Grant times are then kept in units of at most T/13107 (1, 2 or 5 times a power of ten
-	// nanoseconds: whole milliseconds stay whole), rounded so that the limit stays strict: a
-	// freed slot is granted again up to two units later than the exact log would, and the
-	// waits a decision reports are up to that much longer. Policies of several rates are
-	// kept exact either way. false means the exact log.
+	// Compact keeps a policy of one rate N per T, N up to 256, in 2 bytes a grant, not 8.
+	// Times are rounded, strictly: a freed slot is granted again, and waits are reported,
+	// up to two units (of at most T/13107) later than the exact log's. Other policies, and
+	// false, keep the exact log. See docs/algorithm.md.
 	Compact bool
 }
 
-// NewMemoryStore returns an empty store configured by cfg; nil means the defaults.
+// NewMemoryStore returns an empty store; a nil cfg means the defaults.
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		seedKey:    maphash.MakeSeed(),
@@ -190,7 +183,7 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 	return h
 }
 
-// Decide implements Store; it fails only for a nil policy or a cost above the limit.
+// Decide implements Store; it fails only for a nil policy or too high a cost.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
 	err = m.decide(&d, q, m.now())
 	return d, err
@@ -239,7 +232,7 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 	}
 }
 
-// Reset implements Resetter: it forgets the bucket's grants. It fails only for a nil policy.
+// Reset implements Resetter; it fails only for a nil policy.
 func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	p := q.Policy
 	if p == nil {
@@ -261,8 +254,7 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	return nil
 }
 
-// Release implements Releaser: it gives back the grant a decision of q recorded at grant
-// (Decision.Grant). It fails only for a nil policy.
+// Release implements Releaser; it fails only for a nil policy.
 func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 	p := q.Policy
 	if p == nil {

@@ -121,7 +121,7 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 
 // The periodic sweep is spread over a shard's decisions, one step each, rather than a whole
 // shard swept inside one request: each decision examines at most one step of slots, each
-// shard's pass still drops every idle key it holds, and Sweep still drops them all at once.
+// shard's pass still drops every idle key it holds, and SweepNow still drops them all at once.
 func TestPeriodicSweepIsBounded(t *testing.T) {
 	clock := storetest.NewManualClock(time.Unix(0, 0))
 	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: time.Second})
@@ -171,9 +171,9 @@ func TestPeriodicSweepIsBounded(t *testing.T) {
 			t.Fatalf("live probe %s was dropped", k)
 		}
 	}
-	clock.Advance(4 * time.Second) // Sweep reads the store's clock
+	clock.Advance(4 * time.Second) // SweepNow reads the store's clock
 	core.SweepNow(s)
 	if n := s.Len(); n != 0 {
-		t.Fatalf("%d keys left after Sweep with every key idle", n)
+		t.Fatalf("%d keys left after SweepNow with every key idle", n)
 	}
 }

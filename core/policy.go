@@ -9,8 +9,8 @@ import (
 )
 
 // A Policy is one or more rates enforced together on a key: a request is admitted only if
-// every rate has room, and then recorded in all of them at once. Policies are immutable;
-// two with the same text share buckets in a store.
+// every rate has room, and recorded in all. Policies are immutable; two with the same text
+// share buckets.
 type Policy struct {
 	rates []Rate
 	text  string

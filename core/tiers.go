@@ -9,20 +9,12 @@ import (
 // unlimited, as a tier's policy in WithTiers, lets the tier's requests through uncounted.
 const unlimited = "unlimited"
 
-// WithTiers chooses the policy for each request from a set declared here: pick names the
-// request's tier (from a header, or a value an earlier middleware stored), and tiers maps
-// each name to a policy in ParsePolicy's form, or to "unlimited", which lets the tier's
-// requests through uncounted. A request whose tier is "" or not in tiers gets the limit's
-// own policy, the one Limit or New declared: never no limit, unless a tier says so. Each
-// tier counts in buckets of its own; the response fields and the observer's Event show the
-// tier's policy.
-//
-//	ginlimit.Limit(100, time.Hour, core.WithTiers(func(r core.Request) string { return r.Header("X-Plan") },
-//		map[string]string{"paid": "1000/1h", "internal": "unlimited"}))
-//
-// Every policy is parsed when the limit is registered; a bad one fails it, naming the tier.
-// Options given with WithTiers apply to every tier, except WithRate, which adds to the
-// limit's own policy only.
+// WithTiers picks each request's policy: pick names its tier (from a header, or a value an
+// earlier middleware stored), and tiers maps names to policies in ParsePolicy's form, or to
+// "unlimited", let through uncounted. A tier "" or not in tiers gets the limit's own
+// policy, never none. Each tier has buckets of its own; the response fields and Event show
+// its policy. A bad policy fails registration, naming the tier. The other options apply to
+// every tier, but WithRate only to the limit's own policy.
 func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 	return func(c *config) error {
 		if pick == nil || len(tiers) == 0 {

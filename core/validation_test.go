@@ -93,7 +93,7 @@ func TestHugeCounts(t *testing.T) {
 	}
 	_, err := core.NewPolicy(core.Rate{Count: 3, Period: time.Minute}, core.Rate{Count: bounds.LargestCount + 1, Period: time.Hour})
 	if !errors.Is(err, core.ErrBadPolicy) {
-		t.Errorf("NewPolicy with a count above MaxCount: %v", err)
+		t.Errorf("NewPolicy with a count above the largest: %v", err)
 	}
 }
 
