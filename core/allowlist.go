@@ -7,12 +7,9 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// WithAllowList exempts clients whose address is in one of prefixes ("10.0.0.0/8",
-// "::1/128", or a single address) from the limit: their requests are not counted and get
-// no rate-limit fields, as with WithSkip. The address is the one the limit keys by
-// default, read the same way (the peer, or what WithTrustedProxies or
-// WithClientIPFromFramework make of it), so a forged header cannot claim an exempt
-// address; a key function does not change it. A bad prefix fails the limit's registration.
+// WithAllowList exempts, as WithSkip does, clients in one of prefixes ("10.0.0.0/8",
+// "::1/128", or an address). The address is the default key's, whatever the key function:
+// a forged header cannot claim it. A bad prefix fails the limit's registration.
 func WithAllowList(prefixes ...string) Option {
 	return func(c *config) error {
 		for _, s := range prefixes {

@@ -23,8 +23,8 @@ import (
 // "refused" cases use 1 per hour after the first request, so every call is refused.
 
 var (
-	admittedPolicy = core.MustPolicy(core.Per(3, time.Nanosecond))
-	refusedPolicy  = core.MustPolicy(core.Per(1, time.Hour))
+	admittedPolicy = mustPolicy(core.Rate{Count: 3, Period: time.Nanosecond})
+	refusedPolicy  = mustPolicy(core.Rate{Count: 1, Period: time.Hour})
 )
 
 // admittedLimiter never runs out at benchmark speed but takes x/time/rate's real path:
@@ -81,7 +81,7 @@ func BenchmarkOneKeySerial(b *testing.B) {
 	})
 	b.Run("reqlimit/explicit-time", func(b *testing.B) {
 		s := core.NewMemoryStore(nil)
-		q := core.Query{Policy: core.MustPolicy(core.Per(3, time.Microsecond)), Scope: "GET /user/test", Key: "192.0.2.1"}
+		q := core.Query{Policy: mustPolicy(core.Rate{Count: 3, Period: time.Microsecond}), Scope: "GET /user/test", Key: "192.0.2.1"}
 		var now int64
 		for b.Loop() {
 			now += int64(time.Microsecond)
@@ -200,10 +200,10 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 // BenchmarkHeapPerKey reports the heap each tracked key costs, per policy.
 func BenchmarkHeapPerKey(b *testing.B) {
 	for _, p := range []*core.Policy{
-		core.MustParsePolicy("3/1m"),
-		core.MustParsePolicy("100/1m"),
-		core.MustParsePolicy("500/2s,2000/10s"),
-		core.MustParsePolicy("10000000/1s"),
+		mustParse("3/1m"),
+		mustParse("100/1m"),
+		mustParse("500/2s,2000/10s"),
+		mustParse("10000000/1s"),
 	} {
 		b.Run(p.String(), func(b *testing.B) {
 			var perKey float64
@@ -230,7 +230,7 @@ func BenchmarkNewKeyAtCap(b *testing.B) {
 			ctx := context.Background()
 			// Every filled key stays live. One policy a store: a policy remembers the last
 			// store it was decided in, and alternating would cost both sides a lookup.
-			p, pBelow := core.MustPolicy(core.Per(1, time.Hour)), core.MustPolicy(core.Per(1, time.Hour))
+			p, pBelow := mustPolicy(core.Rate{Count: 1, Period: time.Hour}), mustPolicy(core.Rate{Count: 1, Period: time.Hour})
 			full := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: n})
 			below := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2 * n})
 			keys := make([]string, n)

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // The policies of one exact rate a compact store keeps in its compact log.
 var compactPolicies = []*core.Policy{
-	core.MustPolicy(core.Per(1, time.Second)),
-	core.MustPolicy(core.Per(3, time.Minute)),
-	core.MustPolicy(core.Per(7, 100*time.Millisecond)),
-	core.MustPolicy(core.Per(100, time.Minute)),
-	core.MustPolicy(core.Per(core.ExactMax, time.Second)),
-	core.MustPolicy(core.Per(5, 1234567*time.Nanosecond)), // a period of no whole unit
+	mustPolicy(core.Rate{Count: 1, Period: time.Second}),
+	mustPolicy(core.Rate{Count: 3, Period: time.Minute}),
+	mustPolicy(core.Rate{Count: 7, Period: 100 * time.Millisecond}),
+	mustPolicy(core.Rate{Count: 100, Period: time.Minute}),
+	mustPolicy(core.Rate{Count: bounds.LargestExact, Period: time.Second}),
+	mustPolicy(core.Rate{Count: 5, Period: 1234567 * time.Nanosecond}),
 }
 
 func compactStore() *core.MemoryStore {
@@ -32,7 +33,7 @@ func TestCompactMatchesExactOnWholeUnits(t *testing.T) {
 	released := 0
 	for _, p := range compactPolicies {
 		u := int64(p.Unit())
-		if int64(p.Rate(0).Period)%u != 0 {
+		if int64(p.Rates()[0].Period)%u != 0 {
 			continue // TestCompactIsStrictAndPrompt's
 		}
 		for _, pattern := range patterns {
@@ -44,7 +45,7 @@ func TestCompactMatchesExactOnWholeUnits(t *testing.T) {
 					cost           int
 				}
 				var grants []grant
-				for i, at := range arrivals(rng, pattern, p.Rate(0).Period, 800) {
+				for i, at := range arrivals(rng, pattern, p.Rates()[0].Period, 800) {
 					at = at / u * u
 					if len(grants) > 0 && rng.IntN(5) == 0 {
 						j := rng.IntN(len(grants))
@@ -56,7 +57,7 @@ func TestCompactMatchesExactOnWholeUnits(t *testing.T) {
 						}
 						released++
 					}
-					q.Cost = 1 + rng.IntN(min(3, p.Rate(0).Count))
+					q.Cost = 1 + rng.IntN(min(3, p.Rates()[0].Count))
 					q.Mode = []core.Mode{core.Enforce, core.Enforce, core.Enforce, core.Penalty, core.Peek}[rng.IntN(5)]
 					want, err := p.Apply(state, at, q.Cost, q.Mode)
 					if err != nil {
@@ -102,10 +103,10 @@ func TestCompactIsStrictAndPrompt(t *testing.T) {
 				var o oracle
 				var granted []int64
 				var last int64
-				for i, at := range arrivals(rng, pattern, p.Rate(0).Period, 2000) {
+				for i, at := range arrivals(rng, pattern, p.Rates()[0].Period, 2000) {
 					at = max(last, at+rng.Int64N(u)) // off the units, never back
 					last = at
-					cost := 1 + rng.IntN(min(3, p.Rate(0).Count))
+					cost := 1 + rng.IntN(min(3, p.Rates()[0].Count))
 					strict := o.admits(p, at, cost, func(core.Rate) int64 { return 0 })
 					prompt := o.admits(p, at, cost, func(core.Rate) int64 { return 2 * u })
 					q := core.Query{Policy: p, Key: "k", Cost: cost}
@@ -139,8 +140,8 @@ func TestCompactIsStrictAndPrompt(t *testing.T) {
 						t.Fatalf("request %d refused at %d with RetryAfter %v, but still refused then", i, at, d.RetryAfter)
 					}
 				}
-				if worst := maxInAnyWindow(granted, p.Rate(0).Period); worst > p.Rate(0).Count {
-					t.Fatalf("%d granted in one %v interval, limit %d", worst, p.Rate(0).Period, p.Rate(0).Count)
+				if worst := maxInAnyWindow(granted, p.Rates()[0].Period); worst > p.Rates()[0].Count {
+					t.Fatalf("%d granted in one %v interval, limit %d", worst, p.Rates()[0].Period, p.Rates()[0].Count)
 				}
 			})
 		}
@@ -165,7 +166,7 @@ func TestCompactUnits(t *testing.T) {
 		{24 * time.Hour, 5 * time.Second},
 		{10 * time.Microsecond, time.Nanosecond},
 	} {
-		p := core.MustPolicy(core.Per(3, c.T))
+		p := mustPolicy(core.Rate{Count: 3, Period: c.T})
 		if got := p.Unit(); got != c.unit {
 			t.Errorf("%v: unit %v, want %v", c.T, got, c.unit)
 		}
@@ -188,7 +189,7 @@ func TestCompactHeapPerKey(t *testing.T) {
 		{"3/1m", 64},
 		{"100/1m", 250},
 	} {
-		p := core.MustParsePolicy(c.policy)
+		p := mustParse(c.policy)
 		got := heapPerKeyIn(p, 100_000, &core.MemoryConfig{Compact: true})
 		t.Logf("%s: %.0f B/key compact", c.policy, got)
 		if got > c.most {
@@ -203,7 +204,7 @@ func TestCompactHeapPerKey(t *testing.T) {
 // exactly a period after the first), then a request a little later, still within the
 // first's period: three within one period would break the limit.
 func TestCompactJudgesNoLaterThanNow(t *testing.T) {
-	p := core.MustPolicy(core.Per(2, time.Second))
+	p := mustPolicy(core.Rate{Count: 2, Period: time.Second})
 	u, T := int64(p.Unit()), int64(time.Second)
 	s := compactStore()
 	q := core.Query{Policy: p, Key: "k"}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 )
 
 func TestCounterSlides(t *testing.T) {
-	clock := core.NewManualClock(time.Unix(0, 0))
-	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
+	clock := storetest.NewManualClock(time.Unix(0, 0))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	c, err := core.NewCounter("logins", 10, time.Minute, store)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 var countIn = adapter.Input{Route: "POST /login", Peer: "192.0.2.1:1"}
@@ -87,8 +88,8 @@ func TestCountWhenVirtualSchedule(t *testing.T) {
 		{300, time.Second, core.Failed}, // bounded: strict, admits within a granule
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.count), uint64(tc.period)))
-		clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-		l, err := adapter.New(tc.count, tc.period, core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Clock: clock})), core.WithCountWhen(tc.rule))
+		clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+		l, err := adapter.New(tc.count, tc.period, core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})), core.WithCountWhen(tc.rule))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,9 +143,9 @@ func TestCountWhenVirtualSchedule(t *testing.T) {
 				continue
 			}
 			refusals++
-			if slack := tc.period / core.BoundedBuckets; tc.count <= core.ExactMax && h < tc.count {
+			if slack := tc.period / bounds.Buckets; tc.count <= bounds.LargestExact && h < tc.count {
 				t.Fatalf("%d/%v step %d: refused with only %d held", tc.count, tc.period, step, h)
-			} else if tc.count > core.ExactMax && held(now.Add(-slack)) < tc.count-1 && h < tc.count {
+			} else if tc.count > bounds.LargestExact && held(now.Add(-slack)) < tc.count-1 && h < tc.count {
 				t.Fatalf("%d/%v step %d: refused with %d held, %d a granule ago", tc.count, tc.period, step, h, held(now.Add(-slack)))
 			}
 		}

@@ -2,31 +2,23 @@ package core
 
 import "time"
 
-// A Decision is a store's answer for one request: whether it is admitted, and the key's
-// state that response headers report, exact from the recorded grants.
+// A Decision is a store's answer for one request, with the key's state that the response
+// fields report, exact from the recorded grants.
 type Decision struct {
-	// Allowed reports whether the request was admitted.
-	Allowed bool
-	// Rate is the policy's tightest rate: the one refusing the request longest or, when it
-	// is admitted, the one with the least quota left.
-	Rate Rate
-	// Remaining is the quota Rate has left after this decision.
-	Remaining int
-	// RetryAfter is how long until a refused request of the same cost would be admitted
-	// if nothing else is recorded meanwhile; 0 when admitted.
+	Allowed bool // the request was admitted
+	// Rate is the tightest rate: the one refusing longest or, if admitted, with least left.
+	Rate      Rate
+	Remaining int // Rate's quota left after this decision
+	// RetryAfter is how long until a refused request of the same cost would fit, if
+	// nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
-	// Reset is how long until Rate's quota next grows: until the oldest grant it still
-	// counts leaves its window (for a rate counted in buckets, see BoundedBuckets, until
-	// the window's oldest bucket leaves, which is no later). Until then at most Remaining
-	// more fit, which is what the RateLimit field's t reports. On a refusal it equals
-	// RetryAfter, for a request of cost 1.
-	Reset time.Duration
-	// FullReset is how long until the key holds no grant in any of its windows.
-	FullReset time.Duration
-	// Grant names the grant this decision recorded, when it recorded one (an admission in
-	// Enforce mode; any request in Penalty mode): the time it was recorded at, on the
-	// store's clock and in its unit, which the store's Release (see Releaser) takes to give
-	// that grant back. Meaningless when the decision recorded nothing.
+	// Reset is how long at most Remaining more fit (the RateLimit field's t): until the
+	// oldest grant Rate counts leaves its window (a rate of more than 256 per period is
+	// counted in 100 buckets: its oldest bucket). On a refusal of cost 1 it equals RetryAfter.
+	Reset     time.Duration
+	FullReset time.Duration // until the key holds no grant in any window
+	// Grant is when this decision's grant (an Enforce admission, any Penalty decision)
+	// was recorded, on the store's clock and in its unit, for its Release; else meaningless.
 	Grant int64
 }
 

@@ -23,11 +23,11 @@ func theDefaultStore() Store {
 	return defaultStore.store
 }
 
-// ErrDefaultStoreInUse is SetDefaultStore's error once a limit has taken the default store.
-var ErrDefaultStoreInUse = errors.New("reqlimit: default store already in use: set it before registering limits")
+// errDefaultStoreInUse is SetDefaultStore's error once a limit has taken the default store.
+var errDefaultStoreInUse = errors.New("reqlimit: default store already in use: set it before registering limits")
 
-// SetDefaultStore replaces the process-wide default store, a MemoryStore, for the limits
-// registered after it; a Redis store, say. Call it once at startup.
+// SetDefaultStore replaces the default MemoryStore (with a Redis store, say) for limits
+// registered later. It fails for nil, and once a limit has taken the default store.
 func SetDefaultStore(s Store) error {
 	if s == nil {
 		return errors.New("reqlimit: SetDefaultStore(nil): a store is required")
@@ -35,7 +35,7 @@ func SetDefaultStore(s Store) error {
 	defaultStore.Lock()
 	defer defaultStore.Unlock()
 	if defaultStore.used {
-		return ErrDefaultStoreInUse
+		return errDefaultStoreInUse
 	}
 	defaultStore.store = s
 	return nil

@@ -22,14 +22,14 @@ func init() {
 //
 //	[0]                  write index of the grant log (the slot the next grant overwrites)
 //	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
-//	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[BoundedBuckets+1]
+//	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[boundedBuckets+1]
 //
 // One log serves every exact rate of the policy: a request of cost c fits rate N per T if
 // the (N-c+1)-th most recent grant is at least T old, an O(1) lookup. Times are int64
 // nanoseconds on the store's clock.
 const (
 	never      = math.MinInt64
-	boundedLen = 4 + BoundedBuckets + 1
+	boundedLen = 4 + boundedBuckets + 1
 )
 
 // newState returns the state of a key that holds no grant.
@@ -200,7 +200,7 @@ func (p *Policy) release(s []int64, at int64, cost int) {
 		if k < b[bLo] || k > b[bNewest] {
 			continue // left the window: its bucket may hold a later one's counts now
 		}
-		i := bCounts + mod(k, BoundedBuckets+1)
+		i := bCounts + mod(k, boundedBuckets+1)
 		n := min(int64(cost), b[i])
 		b[i] -= n
 		b[bSum] -= n
@@ -334,10 +334,10 @@ const (
 	bCounts = 4
 )
 
-// granule is the length of one bucket of a bounded rate: Period/BoundedBuckets, rounded
-// up so that BoundedBuckets granules always cover the period.
+// granule is the length of one bucket of a bounded rate: Period/boundedBuckets, rounded
+// up so that boundedBuckets granules always cover the period.
 func granule(r Rate) int64 {
-	return (int64(r.Period) + BoundedBuckets - 1) / BoundedBuckets
+	return (int64(r.Period) + boundedBuckets - 1) / boundedBuckets
 }
 
 // expire drops the buckets that no longer overlap the window (now-T, now]. A bucket is
@@ -349,12 +349,12 @@ func expire(b []int64, r Rate, g, now int64) {
 		return
 	}
 	if b[bSum] != 0 {
-		if lo-b[bLo] >= BoundedBuckets+1 {
+		if lo-b[bLo] >= boundedBuckets+1 {
 			clear(b[bCounts:])
 			b[bSum] = 0
 		} else {
 			for k := b[bLo]; k < lo; k++ {
-				i := bCounts + mod(k, BoundedBuckets+1)
+				i := bCounts + mod(k, boundedBuckets+1)
 				b[bSum] -= b[i]
 				b[i] = 0
 			}
@@ -369,7 +369,7 @@ func expire(b []int64, r Rate, g, now int64) {
 // refusals from growing a sum without bound (it would overflow, and then admit).
 func record(b []int64, g, now int64, cost, count int) {
 	k := max(floorDiv(now, g), b[bNewest])
-	i := bCounts + mod(k, BoundedBuckets+1)
+	i := bCounts + mod(k, boundedBuckets+1)
 	if add := min(int64(cost), int64(count)-b[i]); add > 0 {
 		b[i] += add
 		b[bSum] += add
@@ -385,7 +385,7 @@ func boundedRetry(b []int64, g, T, now, need int64) int64 {
 	}
 	var freed int64
 	for k := b[bLo]; k <= b[bNewest]; k++ {
-		freed += b[bCounts+mod(k, BoundedBuckets+1)]
+		freed += b[bCounts+mod(k, boundedBuckets+1)]
 		if freed >= need {
 			return max(0, (k+1)*g+T-now)
 		}

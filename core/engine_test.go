@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // oracle remembers every recorded unit and answers by brute force: how many units fall in
@@ -95,12 +96,12 @@ var patterns = []string{"steady", "bursts", "flood", "mixed"}
 // RetryAfter that is exactly the first instant a request would fit (probed with Peek).
 func TestExactMatchesOracle(t *testing.T) {
 	policies := []*core.Policy{
-		core.MustPolicy(core.Per(1, time.Second)),
-		core.MustPolicy(core.Per(3, time.Minute)),
-		core.MustPolicy(core.Per(7, 100*time.Millisecond)),
-		core.MustPolicy(core.Per(5, 200*time.Millisecond), core.Per(12, time.Second)),
-		core.MustPolicy(core.Per(10, time.Second), core.Per(4, 300*time.Millisecond), core.Per(30, 5*time.Second)),
-		core.MustPolicy(core.Per(core.ExactMax, time.Second)),
+		mustPolicy(core.Rate{Count: 1, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 3, Period: time.Minute}),
+		mustPolicy(core.Rate{Count: 7, Period: 100 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 5, Period: 200 * time.Millisecond}, core.Rate{Count: 12, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 10, Period: time.Second}, core.Rate{Count: 4, Period: 300 * time.Millisecond}, core.Rate{Count: 30, Period: 5 * time.Second}),
+		mustPolicy(core.Rate{Count: bounds.LargestExact, Period: time.Second}),
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, p := range policies {
@@ -108,7 +109,7 @@ func TestExactMatchesOracle(t *testing.T) {
 			for _, mode := range []core.Mode{core.Enforce, core.Penalty} {
 				maxCost := 1
 				if pattern == "mixed" {
-					maxCost = min(3, p.Rate(0).Count)
+					maxCost = min(3, p.Rates()[0].Count)
 					for _, r := range p.Rates() {
 						maxCost = min(maxCost, r.Count)
 					}
@@ -123,7 +124,7 @@ func TestExactMatchesOracle(t *testing.T) {
 }
 
 func checkAgainstOracle(t *testing.T, rng *rand.Rand, p *core.Policy, pattern string, mode core.Mode, maxCost int) {
-	shortest := p.Rate(0).Period
+	shortest := p.Rates()[0].Period
 	for _, r := range p.Rates() {
 		shortest = min(shortest, r.Period)
 	}
@@ -187,13 +188,13 @@ func checkRetryAfter(t *testing.T, p *core.Policy, state []int64, at int64, cost
 
 // TestBoundedIsStrictAndPrompt drives bounded (large-count) rates: the engine never admits
 // what the exact oracle refuses (strict), and always admits what an exact oracle with the
-// window stretched by one granule (Period/BoundedBuckets, the documented delay) admits.
+// window stretched by one granule (Period/bounds.Buckets, the documented delay) admits.
 func TestBoundedIsStrictAndPrompt(t *testing.T) {
 	policies := []*core.Policy{
-		core.MustPolicy(core.Per(core.ExactMax+1, time.Second)),
-		core.MustPolicy(core.Per(1000, 100*time.Millisecond)),
-		core.MustPolicy(core.Per(400, 100*time.Millisecond), core.Per(2000, time.Second)),
-		core.MustPolicy(core.Per(5, 50*time.Millisecond), core.Per(500, time.Second)), // exact and bounded
+		mustPolicy(core.Rate{Count: bounds.LargestExact + 1, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 1000, Period: 100 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 400, Period: 100 * time.Millisecond}, core.Rate{Count: 2000, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 5, Period: 50 * time.Millisecond}, core.Rate{Count: 500, Period: time.Second}),
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, p := range policies {
@@ -202,12 +203,12 @@ func TestBoundedIsStrictAndPrompt(t *testing.T) {
 				state := p.NewState()
 				var o oracle
 				var granted []int64
-				shortest := p.Rate(0).Period
+				shortest := p.Rates()[0].Period
 				gran := func(r core.Rate) int64 {
-					if r.Count <= core.ExactMax {
+					if r.Count <= bounds.LargestExact {
 						return 0
 					}
-					return (int64(r.Period) + core.BoundedBuckets - 1) / core.BoundedBuckets
+					return (int64(r.Period) + bounds.Buckets - 1) / bounds.Buckets
 				}
 				for i, at := range arrivals(rng, pattern, shortest, 4000) {
 					cost := 1 + rng.IntN(3)
@@ -245,8 +246,8 @@ func TestBoundedIsStrictAndPrompt(t *testing.T) {
 // TestBoundedMemoryDoesNotGrow checks the bounded form's point: state size is fixed
 // whatever the count.
 func TestBoundedMemoryDoesNotGrow(t *testing.T) {
-	small := core.MustPolicy(core.Per(core.ExactMax+1, time.Second))
-	huge := core.MustPolicy(core.Per(10_000_000, time.Second))
+	small := mustPolicy(core.Rate{Count: bounds.LargestExact + 1, Period: time.Second})
+	huge := mustPolicy(core.Rate{Count: 10_000_000, Period: time.Second})
 	if small.StateLen() != huge.StateLen() {
 		t.Fatalf("state of %v is %d slots, of %v %d", small, small.StateLen(), huge, huge.StateLen())
 	}
@@ -256,7 +257,7 @@ func TestBoundedMemoryDoesNotGrow(t *testing.T) {
 }
 
 func TestCostAboveLimitIsAnError(t *testing.T) {
-	p := core.MustPolicy(core.Per(5, time.Second), core.Per(2, time.Second))
+	p := mustPolicy(core.Rate{Count: 5, Period: time.Second}, core.Rate{Count: 2, Period: time.Second})
 	_, err := p.Apply(p.NewState(), 0, 3, core.Enforce)
 	if err == nil || err.Error() != "cost 3, rate 2/1s: reqlimit: cost exceeds the limit" {
 		t.Fatalf("err %v", err)

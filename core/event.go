@@ -35,11 +35,8 @@ type Event struct {
 	// Policy is the limit's policy; its String is a bounded label, unlike Key.
 	Policy   *Policy
 	Decision Decision
-	// Err is the store's error when Outcome is Errored.
-	Err error
-	// DryRun reports that a refusal was not enforced.
-	DryRun bool
-	// StoreTime is how long the store took to decide (or to fail), for stores other
-	// than the MemoryStore, whose decisions are not timed; zero otherwise.
+	Err      error // the store's error when Outcome is Errored
+	DryRun   bool  // a refusal was not enforced
+	// StoreTime is how long a store other than the MemoryStore took to decide or fail; 0 for it.
 	StoreTime time.Duration
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
@@ -28,9 +29,10 @@ func ExampleParsePolicy() {
 // repeatable. The fourth request is refused, and RetryAfter says when the first grant
 // leaves the window: 40s, not the whole minute.
 func ExampleMemoryStore() {
-	clock := core.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
-	q := core.Query{Policy: core.MustParsePolicy("3/1m"), Scope: "GET /user/test", Key: "192.0.2.1"}
+	clock := storetest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+	p, _ := core.ParsePolicy("3/1m")
+	q := core.Query{Policy: p, Scope: "GET /user/test", Key: "192.0.2.1"}
 	for i := 0; i < 4; i++ {
 		d, _ := store.Decide(context.Background(), q)
 		fmt.Printf("allowed=%v remaining=%d retry=%v\n", d.Allowed, d.Remaining, d.RetryAfter)
@@ -46,9 +48,9 @@ func ExampleMemoryStore() {
 // Several rates are decided together: a request needs room in every one, and the
 // decision reports the tightest.
 func ExampleNewPolicy() {
-	p, _ := core.NewPolicy(core.Per(2, time.Second), core.Per(3, time.Minute))
-	clock := core.NewManualClock(time.Unix(0, 0))
-	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock})
+	p, _ := core.NewPolicy(core.Rate{Count: 2, Period: time.Second}, core.Rate{Count: 3, Period: time.Minute})
+	clock := storetest.NewManualClock(time.Unix(0, 0))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	q := core.Query{Policy: p, Key: "192.0.2.1"}
 	for i := 0; i < 4; i++ {
 		d, _ := store.Decide(context.Background(), q)
@@ -83,8 +85,8 @@ func ExampleWithFailMode() {
 
 // A Counter counts events over a sliding window, outside HTTP.
 func ExampleCounter() {
-	clock := core.NewManualClock(time.Unix(0, 0))
-	failed, _ := core.NewCounter("failed-logins", 5, 15*time.Minute, core.NewMemoryStore(&core.MemoryConfig{Clock: clock}))
+	clock := storetest.NewManualClock(time.Unix(0, 0))
+	failed, _ := core.NewCounter("failed-logins", 5, 15*time.Minute, core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now}))
 	ctx := context.Background()
 	failed.Add(ctx, "alice", 1)
 	clock.Advance(10 * time.Minute)
@@ -131,7 +133,7 @@ func ExampleQuota() {
 func ExampleWithTiers() {
 	plan := func(r core.Request) string { return r.Header("X-Plan") }
 	limit := nethttp.Limit(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)),
-		core.WithTiers(plan, map[string]string{"paid": "5/1m", "internal": core.Unlimited}))
+		core.WithTiers(plan, map[string]string{"paid": "5/1m", "internal": "unlimited"}))
 	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	send := func(tier string) string {
 		w := httptest.NewRecorder()

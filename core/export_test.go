@@ -55,8 +55,11 @@ func ClientKeyOfAddr(l any, addr netip.Addr, r Request) string {
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod
 
-// Rates returns a copy of the policy's rates, in the order given.
-func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
+// SweepNow drops every idle key of m now.
+func SweepNow(m *MemoryStore) { m.sweep() }
+
+// ErrQuotaNotRegistered is what a Quota's methods return before its limit is registered.
+var ErrQuotaNotRegistered = errNoLimit
 
 // The engine's internals, for the engine's own tests.
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
@@ -15,8 +16,8 @@ import (
 // on a refusal Retry-After agrees with it. Grants at 0, 20 and 40 s of 3/1m, then a request
 // at 41 s: t=19 and Retry-After 19 (t was 59, until the quota was whole).
 func TestRateLimitFieldTIsUntilTheQuotaGrows(t *testing.T) {
-	clock := core.NewManualClock(time.Unix(1_000_000, 0))
-	l := adapter.Must(3, time.Minute, core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Clock: clock})))
+	clock := storetest.NewManualClock(time.Unix(1_000_000, 0))
+	l := adapter.Must(3, time.Minute, core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})))
 	in := adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}
 	var last time.Duration
 	for _, s := range []struct {

@@ -41,7 +41,7 @@ type limiter struct {
 	altNames       []string
 	altPolicyField string
 
-	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for Unlimited
+	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
 	localOnce sync.Once
 	local     *MemoryStore // FailLocal's store, made on first failure

@@ -166,11 +166,11 @@ func TestAllowListEntries(t *testing.T) {
 // A Quota needs its limit named (WithScope) and registered; a store that cannot reset says so.
 func TestQuotaNeedsANamedRegisteredLimit(t *testing.T) {
 	var q core.Quota
-	if _, err := q.Peek(context.Background(), "k"); !errors.Is(err, core.ErrNoLimit) {
-		t.Fatalf("Peek before registration: %v, want ErrNoLimit", err)
+	if _, err := q.Peek(context.Background(), "k"); !errors.Is(err, core.ErrQuotaNotRegistered) {
+		t.Fatalf("Peek before registration: %v, want the unregistered error", err)
 	}
-	if err := q.Reset(context.Background(), "k"); !errors.Is(err, core.ErrNoLimit) {
-		t.Fatalf("Reset before registration: %v, want ErrNoLimit", err)
+	if err := q.Reset(context.Background(), "k"); !errors.Is(err, core.ErrQuotaNotRegistered) {
+		t.Fatalf("Reset before registration: %v, want the unregistered error", err)
 	}
 	if _, err := adapter.New(3, time.Minute, core.WithQuota(&q)); err == nil || !strings.Contains(err.Error(), "WithScope") {
 		t.Fatalf("WithQuota without WithScope: %v, want an error naming WithScope", err)

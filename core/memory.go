@@ -20,13 +20,12 @@ const (
 const shardCount = 64
 
 // MemoryStore is the in-process Store, and the default: exact, allocation-free per
-// decision, bounded in size, with no goroutine to stop. At MaxKeys, newcomers share one
-// overflow bucket per policy until idle keys make room: no live key is evicted, so no
-// client exceeds its limit, and a flood of clients costs memory only up to the cap.
+// decision, bounded, with no goroutine to stop. At MaxKeys, newcomers share one bucket per
+// policy until idle keys make room: no live key is evicted, so no client exceeds its limit.
 type MemoryStore struct {
 	seedKey    maphash.Seed
 	seedScope  maphash.Seed
-	clock      Clock
+	clock      func() time.Time // nil: the monotonic clock, read directly (see now)
 	epoch      time.Time
 	maxKeys    int64
 	sweepEvery int64
@@ -116,26 +115,21 @@ const sweptHash = 0
 // tombstone marks a slot whose entry was swept, so that probes for other keys go on past it.
 var tombstone = new(int64)
 
-// A MemoryConfig configures a MemoryStore. Its zero value works: every field has a default.
+// A MemoryConfig configures a MemoryStore; its zero value means every default.
 type MemoryConfig struct {
-	// MaxKeys caps the number of keys held; 0 means 1<<20. See MemoryStore for the cap.
-	MaxKeys int
-	// SweepInterval is how often each shard starts a pass to drop idle keys, a few at a
-	// time; 0 means one minute, and a negative value means always.
+	MaxKeys int // the keys held at most (see MemoryStore); 0 means 1<<20
+	// SweepInterval is how often shards start dropping idle keys; 0 means a minute, <0 always.
 	SweepInterval time.Duration
-	// Clock is the store's time; nil means the system's monotonic clock.
-	Clock Clock
-	// Compact keeps each key of a policy of one exact rate (N per T, N <= ExactMax) in 2
-	// bytes a grant rather than 8: a key of 100/1m then takes about a quarter of the memory.
-	// Grant times are then kept in units of at most T/13107 (1, 2 or 5 times a power of ten
-	// nanoseconds: whole milliseconds stay whole), rounded so that the limit stays strict: a
-	// freed slot is granted again up to two units later than the exact log would, and the
-	// waits a decision reports are up to that much longer. Policies of several rates are
-	// kept exact either way. false means the exact log.
+	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic one.
+	Now func() time.Time
+	// Compact keeps a policy of one rate N per T, N up to 256, in 2 bytes a grant, not 8.
+	// Times are rounded, strictly: a freed slot is granted again, and waits are reported,
+	// up to two units (of at most T/13107) later than the exact log's. Other policies, and
+	// false, keep the exact log. See docs/algorithm.md.
 	Compact bool
 }
 
-// NewMemoryStore returns an empty store configured by cfg; nil means the defaults.
+// NewMemoryStore returns an empty store; a nil cfg means the defaults.
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		seedKey:    maphash.MakeSeed(),
@@ -145,13 +139,13 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		tables:     map[string]*keyTable{},
 	}
 	if cfg != nil {
-		m.clock, m.maxKeys, m.compact = cfg.Clock, int64(cfg.MaxKeys), cfg.Compact
+		m.clock, m.maxKeys, m.compact = cfg.Now, int64(cfg.MaxKeys), cfg.Compact
 		if cfg.SweepInterval != 0 {
 			m.sweepEvery = max(0, int64(cfg.SweepInterval))
 		}
 	}
 	if m.clock != nil {
-		m.epoch = m.clock.Now()
+		m.epoch = m.clock()
 	}
 	if m.maxKeys < 1 {
 		m.maxKeys = defaultMaxKeys
@@ -163,7 +157,7 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 // the monotonic clock, which is cheaper than time.Now and never jumps.
 func (m *MemoryStore) now() int64 {
 	if m.clock != nil {
-		return int64(m.clock.Now().Sub(m.epoch))
+		return int64(m.clock().Sub(m.epoch))
 	}
 	return int64(time.Since(m.epoch))
 }
@@ -189,7 +183,7 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 	return h
 }
 
-// Decide implements Store; it fails only for a nil policy or a cost above the limit.
+// Decide implements Store; it fails only for a nil policy or too high a cost.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
 	err = m.decide(&d, q, m.now())
 	return d, err
@@ -238,7 +232,7 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 	}
 }
 
-// Reset implements Resetter: it forgets the bucket's grants. It fails only for a nil policy.
+// Reset implements Resetter; it fails only for a nil policy.
 func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	p := q.Policy
 	if p == nil {
@@ -260,8 +254,7 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	return nil
 }
 
-// Release implements Releaser: it gives back the grant a decision of q recorded at grant
-// (Decision.Grant). It fails only for a nil policy.
+// Release implements Releaser; it fails only for a nil policy.
 func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 	p := q.Policy
 	if p == nil {
@@ -579,8 +572,8 @@ func (m *MemoryStore) tableList() []*keyTable {
 // Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
-// Sweep drops every idle key now.
-func (m *MemoryStore) Sweep() {
+// sweep drops every idle key now.
+func (m *MemoryStore) sweep() {
 	now := m.now()
 	for _, t := range m.tableList() {
 		for i := range t.shards {

@@ -16,7 +16,7 @@ import (
 // get a fresh quota when room returns and it gets an entry of its own.
 func TestOverflowGrantsFollowTheKey(t *testing.T) {
 	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 2, SweepInterval: 1 << 62})
-	p := core.MustPolicy(core.Per(1, 10*time.Second))
+	p := mustPolicy(core.Rate{Count: 1, Period: 10 * time.Second})
 	sec := int64(time.Second)
 	allowed := func(k string, now int64) bool {
 		d, err := s.DecideAt(core.Query{Policy: p, Key: k}, now)
@@ -42,7 +42,7 @@ func TestOverflowGrantsFollowTheKey(t *testing.T) {
 // before it, also when the key's entry exists but holds no grant (made by a Peek).
 func TestStaleClockAfterSweep(t *testing.T) {
 	s := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: 5 * time.Second})
-	p := core.MustPolicy(core.Per(1, 10*time.Second))
+	p := mustPolicy(core.Rate{Count: 1, Period: 10 * time.Second})
 	sec := int64(time.Second)
 	q := core.Query{Policy: p, Key: "K"}
 	peek := core.Query{Policy: p, Key: "K", Mode: core.Peek}
@@ -67,7 +67,7 @@ func TestStaleClockAfterSweep(t *testing.T) {
 // and the cap bounds the store whatever the scopes.
 func TestCapHoldsAcrossScopesAndShards(t *testing.T) {
 	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 1})
-	p := core.MustPolicy(core.Per(1, time.Hour))
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Hour})
 	admitted := 0
 	for i := range 10_000 {
 		d, err := s.Decide(context.Background(), core.Query{Policy: p, Scope: fmt.Sprint("/nope/", i), Key: fmt.Sprint("client-", i)})
@@ -94,7 +94,7 @@ func TestPeriodBounds(t *testing.T) {
 			t.Fatalf("period %d: err %v, want ErrBadPolicy", T, err)
 		}
 	}
-	p := core.MustPolicy(core.Per(1, core.MaxPeriodForTest))
+	p := mustPolicy(core.Rate{Count: 1, Period: core.MaxPeriodForTest})
 	s := core.NewMemoryStore(nil)
 	sec := int64(time.Second)
 	d1, _ := s.DecideAt(core.Query{Policy: p, Key: "k"}, sec)

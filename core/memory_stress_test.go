@@ -25,11 +25,11 @@ type grant struct {
 // than T must fit in N.
 func TestStoreStress(t *testing.T) {
 	policies := []*core.Policy{
-		core.MustPolicy(core.Per(3, 100*time.Millisecond)),
-		core.MustPolicy(core.Per(2, 50*time.Millisecond), core.Per(5, 200*time.Millisecond)),
-		core.MustPolicy(core.Per(2, 30*time.Millisecond)),
-		core.MustPolicy(core.Per(300, 100*time.Millisecond)),                                   // bounded
-		core.MustPolicy(core.Per(4, 40*time.Millisecond), core.Per(400, 500*time.Millisecond)), // mixed
+		mustPolicy(core.Rate{Count: 3, Period: 100 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 2, Period: 50 * time.Millisecond}, core.Rate{Count: 5, Period: 200 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 2, Period: 30 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 300, Period: 100 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 4, Period: 40 * time.Millisecond}, core.Rate{Count: 400, Period: 500 * time.Millisecond}),
 	}
 	maxKeys := 400 // the 5000-key runs fill it: overflow, sweeps and inheritance under load
 	if s := os.Getenv("MAXKEYS"); s != "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 )
 
 // From the defects issue: a new key at the key cap made its decision sweep its whole shard
@@ -21,7 +22,7 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: maxKeys, SweepInterval: 1 << 62})
 	var examined int
 	core.CountSweptSlots(s, &examined)
-	p := core.MustPolicy(core.Per(1, time.Minute))
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Minute})
 	sec := int64(time.Second)
 	decide := func(key string, now int64) bool {
 		t.Helper()
@@ -120,13 +121,13 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 
 // The periodic sweep is spread over a shard's decisions, one step each, rather than a whole
 // shard swept inside one request: each decision examines at most one step of slots, each
-// shard's pass still drops every idle key it holds, and Sweep still drops them all at once.
+// shard's pass still drops every idle key it holds, and SweepNow still drops them all at once.
 func TestPeriodicSweepIsBounded(t *testing.T) {
-	clock := core.NewManualClock(time.Unix(0, 0))
-	s := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: time.Second})
+	clock := storetest.NewManualClock(time.Unix(0, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: time.Second})
 	var examined int
 	core.CountSweptSlots(s, &examined)
-	p := core.MustPolicy(core.Per(1, time.Second))
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Second})
 	sec := int64(time.Second)
 	const n = 64 * 256
 	for i := range n {
@@ -170,9 +171,9 @@ func TestPeriodicSweepIsBounded(t *testing.T) {
 			t.Fatalf("live probe %s was dropped", k)
 		}
 	}
-	clock.Advance(4 * time.Second) // Sweep reads the store's clock
-	s.Sweep()
+	clock.Advance(4 * time.Second) // SweepNow reads the store's clock
+	core.SweepNow(s)
 	if n := s.Len(); n != 0 {
-		t.Fatalf("%d keys left after Sweep with every key idle", n)
+		t.Fatalf("%d keys left after SweepNow with every key idle", n)
 	}
 }

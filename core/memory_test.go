@@ -15,9 +15,9 @@ import (
 func TestMemoryStoreConformance(t *testing.T) {
 	t.Run("VirtualClock", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) storetest.Harness {
-			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 			return storetest.Harness{
-				Store:   core.NewMemoryStore(&core.MemoryConfig{Clock: clock}),
+				Store:   core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now}),
 				Advance: func(d time.Duration) { clock.Advance(d) },
 			}
 		})
@@ -32,9 +32,9 @@ func TestMemoryStoreConformance(t *testing.T) {
 	// on real time it rounds to the unit of each policy's period.
 	t.Run("CompactVirtualClock", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) storetest.Harness {
-			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 			return storetest.Harness{
-				Store:   core.NewMemoryStore(&core.MemoryConfig{Clock: clock, Compact: true}),
+				Store:   core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: true}),
 				Advance: func(d time.Duration) { clock.Advance(d) },
 			}
 		})
@@ -61,13 +61,13 @@ func TestSweepingNeverChangesADecision(t *testing.T) {
 }
 
 func sweepingNeverChangesADecision(t *testing.T, compact bool) {
-	clock := core.NewManualClock(time.Unix(0, 0))
-	eager := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: -1, Compact: compact})
-	lazy := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, SweepInterval: 1 << 62, Compact: compact})
+	clock := storetest.NewManualClock(time.Unix(0, 0))
+	eager := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: -1, Compact: compact})
+	lazy := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: 1 << 62, Compact: compact})
 	policies := []*core.Policy{
-		core.MustPolicy(core.Per(3, time.Second)),
-		core.MustPolicy(core.Per(2, 100*time.Millisecond), core.Per(5, time.Second)),
-		core.MustPolicy(core.Per(1000, time.Second)),
+		mustPolicy(core.Rate{Count: 3, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 2, Period: 100 * time.Millisecond}, core.Rate{Count: 5, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 1000, Period: time.Second}),
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	// 400 keys a policy over 64 shards: shards are shared, so a decision's sweep of its own
@@ -91,7 +91,7 @@ func sweepingNeverChangesADecision(t *testing.T, compact bool) {
 	}
 	t.Logf("decisions after which the eager store had dropped keys: %d", dropped)
 	clock.Advance(2 * time.Second)
-	lazy.Sweep()
+	core.SweepNow(lazy)
 	if n := lazy.Len(); n != 0 {
 		t.Fatalf("%d keys left after the longest window passed", n)
 	}
@@ -106,10 +106,10 @@ func TestKeyCap(t *testing.T) {
 }
 
 func keyCap(t *testing.T, compact bool) {
-	clock := core.NewManualClock(time.Unix(0, 0))
+	clock := storetest.NewManualClock(time.Unix(0, 0))
 	const maxKeys = 64 * 4 // 4 per shard
-	store := core.NewMemoryStore(&core.MemoryConfig{Clock: clock, MaxKeys: maxKeys, Compact: compact})
-	p := core.MustPolicy(core.Per(2, time.Minute))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, MaxKeys: maxKeys, Compact: compact})
+	p := mustPolicy(core.Rate{Count: 2, Period: time.Minute})
 	ctx := context.Background()
 	var refusedNewcomers, admittedNewcomers int
 	counts := map[string]int{}
@@ -152,7 +152,7 @@ func keyCap(t *testing.T, compact bool) {
 func TestDecideAllocatesNothing(t *testing.T) {
 	store := core.NewMemoryStore(nil)
 	ctx := context.Background()
-	for _, p := range []*core.Policy{core.MustPolicy(core.Per(3, time.Minute)), core.MustPolicy(core.Per(500, 2*time.Second), core.Per(2000, 10*time.Second))} {
+	for _, p := range []*core.Policy{mustPolicy(core.Rate{Count: 3, Period: time.Minute}), mustPolicy(core.Rate{Count: 500, Period: 2 * time.Second}, core.Rate{Count: 2000, Period: 10 * time.Second})} {
 		q := core.Query{Policy: p, Scope: "GET /user/{id}", Key: "192.0.2.1"}
 		store.Decide(ctx, q)
 		if n := testing.AllocsPerRun(1000, func() { store.Decide(ctx, q) }); n != 0 {
@@ -166,7 +166,7 @@ func TestHeapPerKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 100,000 keys")
 	}
-	perKey := heapPerKey(core.MustPolicy(core.Per(3, time.Minute)), 100_000)
+	perKey := heapPerKey(mustPolicy(core.Rate{Count: 3, Period: time.Minute}), 100_000)
 	t.Logf("3/1m: %.1f bytes of heap per key", perKey)
 	if perKey > 100 {
 		t.Fatalf("%.1f bytes per key, want at most 100", perKey)
@@ -204,13 +204,13 @@ func heapPerKeyIn(p *core.Policy, n int, cfg *core.MemoryConfig) float64 {
 // used and swept leave the goroutine count where it was.
 func TestStoreRunsNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
-	p := core.MustPolicy(core.Per(2, time.Millisecond))
+	p := mustPolicy(core.Rate{Count: 2, Period: time.Millisecond})
 	for i := range 50 {
 		s := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: -1, MaxKeys: 16})
 		for k := range 100 {
 			s.Decide(context.Background(), core.Query{Policy: p, Key: fmt.Sprint(i, "-", k)})
 		}
-		s.Sweep()
+		core.SweepNow(s)
 	}
 	runtime.GC()
 	if after := runtime.NumGoroutine(); after > before {

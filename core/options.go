@@ -53,8 +53,8 @@ func WithStore(s Store) Option {
 	}
 }
 
-// WithRate adds a rate to the limit: Limit(500, 2*time.Second, WithRate(2000,
-// 10*time.Second)) admits a request only if both have room, and records it in both.
+// WithRate adds a rate: Limit(500, 2*time.Second, WithRate(2000, 10*time.Second)) admits
+// only if both have room, and records in both.
 func WithRate(count int, period time.Duration) Option {
 	return func(c *config) error {
 		c.extraRates = append(c.extraRates, Rate{Count: count, Period: period})
@@ -66,7 +66,7 @@ func WithRate(count int, period time.Duration) Option {
 // client's IP, so a missing credential never turns limiting off.
 type KeyFunc func(Request) (string, error)
 
-// WithKey counts requests per key(r) instead of per client IP, still per route.
+// WithKey counts per key(r) instead of per client IP, still per route.
 func WithKey(key KeyFunc) Option {
 	return func(c *config) error {
 		if key == nil {
@@ -82,8 +82,7 @@ func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) { return r.Header(name), nil }
 }
 
-// KeyByValue keys requests by a value an earlier middleware stored on the request: Gin's
-// and Echo's c.Set, Fiber's c.Locals, or a context value for net/http.
+// KeyByValue keys requests by a value stored on them (see Request.Value).
 func KeyByValue(key any) KeyFunc {
 	return func(r Request) (string, error) {
 		switch v := r.Value(key).(type) {
@@ -99,9 +98,8 @@ func KeyByValue(key any) KeyFunc {
 	}
 }
 
-// WithScope names the bucket's scope instead of the route, so that the routes and limits
-// with the same scope and policy share one quota per client. Without it, each registered
-// limit has buckets of its own.
+// WithScope names the buckets' scope instead of the route: limits of one scope and policy
+// share a quota per client; otherwise each limit has its own.
 func WithScope(scope string) Option {
 	return func(c *config) error { c.scope = scope; return nil }
 }
@@ -112,24 +110,22 @@ func WithSkip(skip func(Request) bool) Option {
 }
 
 // WithCost charges cost(r) units for a request instead of 1. A cost above the limit is
-// refused with 413 and no Retry-After (waiting cannot help), and the error hook told.
+// refused with 413 and no Retry-After, and the error hook told.
 func WithCost(cost func(Request) int) Option {
 	return func(c *config) error { c.cost = cost; return nil }
 }
 
-// WithPenalty records refused requests too (see Penalty): a client that keeps sending
-// while refused stays refused.
+// WithPenalty records refused requests too (see Penalty).
 func WithPenalty() Option {
 	return func(c *config) error { c.mode = Penalty; return nil }
 }
 
-// WithShortPeriods allows periods below MinPeriod, for the rare limit that means
-// microseconds: without it they are refused, since they are nearly always a missing unit.
+// WithShortPeriods allows periods below 1 ms, else refused as a missing unit.
 func WithShortPeriods() Option {
 	return func(c *config) error { c.shortPeriods = true; return nil }
 }
 
-// WithDryRun decides and reports every request but refuses none, to try a limit live.
+// WithDryRun decides and reports every request but refuses none.
 func WithDryRun() Option {
 	return func(c *config) error { c.dryRun = true; return nil }
 }
@@ -147,7 +143,7 @@ const (
 	HeadersOff
 )
 
-// WithHeaders chooses the rate-limit response fields: HeadersStandard by default.
+// WithHeaders chooses the response fields: HeadersStandard by default.
 func WithHeaders(style HeaderStyle) Option {
 	return func(c *config) error {
 		if style > HeadersOff {
@@ -170,7 +166,7 @@ const (
 	FailLocal
 )
 
-// WithFailMode chooses what happens when the store fails; the error hook is told.
+// WithFailMode chooses what a store failure does; the error hook is told.
 func WithFailMode(m FailMode) Option {
 	return func(c *config) error {
 		if m > FailLocal {
@@ -181,7 +177,7 @@ func WithFailMode(m FailMode) Option {
 	}
 }
 
-// WithFailStatus sets the status of FailClosed's refusals: 429 by default, or 503, say.
+// WithFailStatus sets FailClosed's refusal status, 4xx or 5xx; 429 by default.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
 		if code < 400 || code > 599 {
@@ -202,8 +198,8 @@ func WithObserver(observe func(Event)) Option {
 	return func(c *config) error { c.observer = observe; return nil }
 }
 
-// WithDenyResponse sets the status and text of refusals, 429 "Too Many Requests" by
-// default; an adapter's WithDenyHandler takes a handler instead.
+// WithDenyResponse sets the status (4xx or 5xx) and text of refusals, 429 "Too Many
+// Requests" by default; an adapter's WithDenyHandler takes a handler.
 func WithDenyResponse(status int, body string) Option {
 	return func(c *config) error {
 		if status < 400 || status > 599 {
@@ -245,8 +241,8 @@ func WithForwardedHeader(name string) Option {
 	}
 }
 
-// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP, once the
-// framework trusts only your proxies (see each adapter); Fiber's needs no option.
+// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP (Fiber needs no
+// option) once the framework trusts only your proxies.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }

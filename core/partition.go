@@ -10,12 +10,10 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// WithPartitionKey adds the draft's partition key (pk) to each RateLimit-Policy member: a
-// byte sequence naming the client's bucket, so that a client can tell which quota it is
-// spending. It is the first 12 bytes of an HMAC-SHA256 of the key under secret, never the
-// key itself: an IP address hashed without a secret is found again by trying all of them.
-// Use the same secret in every instance, so that a client sees one pk. It costs a hash and
-// an allocation per response.
+// WithPartitionKey adds the draft's pk to each RateLimit-Policy member, so that a client can
+// tell its quotas apart: 12 bytes of an HMAC-SHA256 of its key, never the key, for a hash
+// and an allocation per response. secret must be 16 random bytes or more, the same in every
+// instance.
 func WithPartitionKey(secret string) Option {
 	return func(c *config) error {
 		if len(secret) < 16 {

@@ -9,8 +9,8 @@ import (
 )
 
 // A Policy is one or more rates enforced together on a key: a request is admitted only if
-// every rate has room, and then recorded in all of them at once. Policies are immutable;
-// two with the same text share buckets in a store.
+// every rate has room, and recorded in all. Policies are immutable; two with the same text
+// share buckets.
 type Policy struct {
 	rates []Rate
 	text  string
@@ -29,8 +29,9 @@ type Policy struct {
 	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
 }
 
-// NewPolicy returns the policy enforcing all of rates, in the order given. Unlike limits and
-// ParsePolicy, it accepts periods below MinPeriod, for simulations and stores' tests.
+// NewPolicy returns the policy enforcing all of rates, in the order given: counts from 1
+// to ten trillion. Unlike limits and ParsePolicy, it accepts periods below 1 ms, for
+// simulations and stores' tests.
 func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
@@ -62,18 +63,9 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	return p, nil
 }
 
-// MustPolicy is like NewPolicy but panics on error.
-func MustPolicy(rates ...Rate) *Policy {
-	p, err := NewPolicy(rates...)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // ParsePolicy reads a policy's text form: rates "COUNT/PERIOD" separated by commas, such as
 // "3/1m" or "500/2s,2000/10s". A period is a Go duration ("1m", ".5s"), days ("1d") or a
-// bare unit ("s"), at least MinPeriod. Errors name the bad item and its offset.
+// bare unit ("s"), at least 1 ms. Errors name the bad item and its offset.
 func ParsePolicy(text string) (*Policy, error) {
 	p, err := parsePolicy(text)
 	if err != nil {
@@ -85,7 +77,7 @@ func ParsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// parsePolicy is ParsePolicy without the MinPeriod floor, which limits built with
+// parsePolicy is ParsePolicy without the minPeriod floor, which limits built with
 // WithShortPeriods do without.
 func parsePolicy(text string) (*Policy, error) {
 	var rates []Rate
@@ -105,7 +97,7 @@ func parsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// checkFloor refuses a rate whose period is below MinPeriod.
+// checkFloor refuses a rate whose period is below minPeriod.
 func (p *Policy) checkFloor() error {
 	for i, r := range p.rates {
 		if err := r.checkFloor(); err != nil {
@@ -113,15 +105,6 @@ func (p *Policy) checkFloor() error {
 		}
 	}
 	return nil
-}
-
-// MustParsePolicy is like ParsePolicy but panics on error.
-func MustParsePolicy(text string) *Policy {
-	p, err := ParsePolicy(text)
-	if err != nil {
-		panic(err)
-	}
-	return p
 }
 
 func parseRate(s string) (Rate, error) {
@@ -140,11 +123,8 @@ func parseRate(s string) (Rate, error) {
 	return Rate{Count: n, Period: d}, nil
 }
 
-// NumRates returns the number of rates in the policy.
-func (p *Policy) NumRates() int { return len(p.rates) }
-
-// Rate returns the i-th rate, 0 <= i < NumRates().
-func (p *Policy) Rate(i int) Rate { return p.rates[i] }
+// Rates returns a copy of the policy's rates, in the order given.
+func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
 
 // indexOf returns the index of the first of p's rates equal to r, or -1.
 func (p *Policy) indexOf(r Rate) int {

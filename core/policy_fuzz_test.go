@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // FuzzParsePolicy holds ParsePolicy to the meaning its documentation gives: every policy it
@@ -24,22 +25,22 @@ func FuzzParsePolicy(f *testing.F) {
 		if err != nil {
 			return
 		}
-		items := strings.Split(text, ",")
-		if p.NumRates() != len(items) {
-			t.Fatalf("%q: %d rates from %d items", text, p.NumRates(), len(items))
+		items, rates := strings.Split(text, ","), p.Rates()
+		if len(rates) != len(items) {
+			t.Fatalf("%q: %d rates from %d items", text, len(rates), len(items))
 		}
 		for i, item := range items {
 			count, period, _ := strings.Cut(strings.TrimSpace(item), "/")
 			n, err := strconv.Atoi(strings.TrimSpace(count))
-			if err != nil || p.Rate(i).Count != n {
-				t.Fatalf("%q: rate %d has count %d, its text says %q", text, i+1, p.Rate(i).Count, count)
+			if err != nil || rates[i].Count != n {
+				t.Fatalf("%q: rate %d has count %d, its text says %q", text, i+1, rates[i].Count, count)
 			}
 			want, ok := meaning(strings.TrimSpace(period))
-			if !ok || p.Rate(i).Period != want {
-				t.Fatalf("%q: rate %d has period %v, its text %q means %v (%v)", text, i+1, p.Rate(i).Period, period, want, ok)
+			if !ok || rates[i].Period != want {
+				t.Fatalf("%q: rate %d has period %v, its text %q means %v (%v)", text, i+1, rates[i].Period, period, want, ok)
 			}
-			if want < core.MinPeriod {
-				t.Fatalf("%q: period %v accepted, below MinPeriod", text, want)
+			if want < bounds.ShortestPeriod {
+				t.Fatalf("%q: period %v accepted, below the shortest period", text, want)
 			}
 		}
 		again, err := core.ParsePolicy(p.String())

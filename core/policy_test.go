@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 func TestParsePolicyRoundTrips(t *testing.T) {
@@ -65,10 +66,10 @@ func TestNewPolicyRejectsBadValues(t *testing.T) {
 		r    core.Rate
 		want error
 	}{
-		{core.Per(0, time.Second), core.ErrBadPolicy},
-		{core.Per(-3, time.Second), core.ErrBadPolicy},
-		{core.Per(3, 0), core.ErrBadPolicy},
-		{core.Per(3, -time.Minute), core.ErrBadPolicy},
+		{core.Rate{Count: 0, Period: time.Second}, core.ErrBadPolicy},
+		{core.Rate{Count: -3, Period: time.Second}, core.ErrBadPolicy},
+		{core.Rate{Count: 3, Period: 0}, core.ErrBadPolicy},
+		{core.Rate{Count: 3, Period: -time.Minute}, core.ErrBadPolicy},
 	} {
 		if _, err := core.NewPolicy(c.r); !errors.Is(err, c.want) {
 			t.Fatalf("%+v: err %v, want %v", c.r, err, c.want)
@@ -80,10 +81,10 @@ func TestNewPolicyRejectsBadValues(t *testing.T) {
 }
 
 func TestChoosesFormPerRate(t *testing.T) {
-	if !core.Per(core.ExactMax, time.Second).Exact() || core.Per(core.ExactMax+1, time.Second).Exact() {
-		t.Fatal("the form switches at ExactMax")
+	if exact, bounded := (core.Rate{Count: bounds.LargestExact, Period: time.Second}), (core.Rate{Count: bounds.LargestExact + 1, Period: time.Second}); !exact.Exact() || bounded.Exact() {
+		t.Fatalf("the form switches above %d", bounds.LargestExact)
 	}
-	p := core.MustParsePolicy("3/1m")
+	p := mustParse("3/1m")
 	if p.StateLen() != 4 { // write index + 3 grant times
 		t.Fatalf("3/1m state is %d slots", p.StateLen())
 	}

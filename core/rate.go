@@ -5,46 +5,46 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
-// A Rate is one limit: at most Count units in any interval of length Period.
+// A Rate is one limit: at most Count units in any interval of length Period. NewPolicy
+// validates it.
 type Rate struct {
 	Count  int
 	Period time.Duration
 }
 
-// Per returns the rate "count per period", unvalidated: NewPolicy validates.
-func Per(count int, period time.Duration) Rate { return Rate{Count: count, Period: period} }
+// exactMax is the largest Count kept as an exact log of grant times. Larger rates keep
+// boundedBuckets counters, re-granting a freed slot up to Period/boundedBuckets late.
+const exactMax = bounds.LargestExact
 
-// ExactMax is the largest Count kept as an exact log of grant times. Larger rates keep
-// BoundedBuckets counters, re-granting a freed slot up to Period/BoundedBuckets late.
-const ExactMax = 256
-
-// BoundedBuckets is the number of sub-windows a rate above ExactMax splits its Period into.
-const BoundedBuckets = 100
+// boundedBuckets is the number of sub-windows a rate above exactMax splits its Period into.
+const boundedBuckets = bounds.Buckets
 
 // maxPeriod is the longest period a rate may have, about 146 years (2^62 ns): times plus
 // a period must never overflow int64 nanoseconds.
 const maxPeriod = time.Duration(1 << 62)
 
-// MinPeriod is the shortest period a limit accepts without WithShortPeriods: a shorter one
+// minPeriod is the shortest period a limit accepts without WithShortPeriods: a shorter one
 // is nearly always a missing unit (Limit(3, 60) is 3 per 60 nanoseconds).
-const MinPeriod = time.Millisecond
+const minPeriod = bounds.ShortestPeriod
 
-// MaxCount is the largest count, and so the largest cost, a rate may have: every sum of
+// maxCount is the largest count, and so the largest cost, a rate may have: every sum of
 // counts stays exact (in Redis's Lua too) and within a Structured Field integer.
-const MaxCount = 10_000_000_000_000
+const maxCount = bounds.LargestCount
 
 // exact reports whether r is kept as an exact log of grant times.
-func (r Rate) exact() bool { return r.Count <= ExactMax }
+func (r Rate) exact() bool { return r.Count <= exactMax }
 
 // validate reports why r cannot be enforced, naming the bad value.
 func (r Rate) validate() error {
 	if r.Count < 1 {
 		return fmt.Errorf("count %d: %w", r.Count, ErrBadPolicy)
 	}
-	if r.Count > MaxCount {
-		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, MaxCount, ErrBadPolicy)
+	if r.Count > maxCount {
+		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, maxCount, ErrBadPolicy)
 	}
 	if r.Period <= 0 {
 		return fmt.Errorf("period %v: %w", r.Period, ErrBadPolicy)
@@ -52,8 +52,8 @@ func (r Rate) validate() error {
 	if r.Period > maxPeriod {
 		return fmt.Errorf("period %v is longer than %v: %w", r.Period, maxPeriod, ErrBadPolicy)
 	}
-	if !r.exact() && r.Period < BoundedBuckets {
-		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, BoundedBuckets, r.Count, ErrBadPolicy)
+	if !r.exact() && r.Period < boundedBuckets {
+		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, boundedBuckets, r.Count, ErrBadPolicy)
 	}
 	return nil
 }
@@ -85,13 +85,13 @@ func formatPeriod(d time.Duration) string {
 	return d.String()
 }
 
-// checkFloor refuses a period below MinPeriod, naming the value and the fix.
+// checkFloor refuses a period below minPeriod, naming the value and the fix.
 func (r Rate) checkFloor() error {
-	if r.Period >= MinPeriod || r.Period <= 0 {
+	if r.Period >= minPeriod || r.Period <= 0 {
 		return nil // a non-positive period has its own error
 	}
 	return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
-		r.Period, MinPeriod, int64(r.Period), ErrBadPolicy)
+		r.Period, minPeriod, int64(r.Period), ErrBadPolicy)
 }
 
 // parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", ".5s", "1d" or a bare

@@ -6,28 +6,18 @@ import (
 	"fmt"
 )
 
-// A Releaser is a Store that can give a grant back: Release makes the bucket of q forget
-// the grant an Enforce decision of q recorded and named in Decision.Grant, as if it had
-// never been admitted, while every other grant, earlier or later, stays. Decisions on the
-// bucket that run at the same time see the grant before or after, never half released. A
-// grant that has left every window, or a bucket reset since, leaves nothing to give back.
-// MemoryStore and the Redis store implement it; WithCountWhen needs it.
+// A Releaser is a Store that can give a grant back: Release atomically makes q's bucket
+// forget the grant an Enforce decision of q recorded (Decision.Grant), as if never
+// admitted, keeping every other. A grant out of every window, or reset since, is gone
+// already. WithCountWhen needs it.
 type Releaser interface {
 	Release(ctx context.Context, q Query, grant int64) error
 }
 
-// WithCountWhen counts a request against the limit only if counts(status) reports true for
-// its response's status: core.Failed for login protection ("5 failed attempts per 15
-// minutes"), core.Succeeded to count only what was served.
-//
-//	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
-//
-// A request still takes its slot when it is admitted, so requests in flight never exceed
-// the limit, and gives it back once its handler has answered with a status that does not
-// count: in any interval of the period, at most count requests that count are admitted. A
-// handler that panics, or takes the connection over (a WebSocket), counts, since its status
-// is not known; so does a request whose slot the store fails to give back (the error hook
-// is told). The store must implement Releaser; WithPenalty cannot be combined with it.
+// WithCountWhen counts a request only if counts(status) is true for its status: Failed for
+// login protection, Succeeded for what was served. An admitted request holds its slot
+// while in flight and gives it back if its status does not count; a panic, a hijack or a
+// failed give-back counts. The store must implement Releaser; not with WithPenalty.
 func WithCountWhen(counts func(status int) bool) Option {
 	return func(c *config) error {
 		if counts == nil {
@@ -38,12 +28,10 @@ func WithCountWhen(counts func(status int) bool) Option {
 	}
 }
 
-// Failed reports whether status is a client or server error, 400 or above: the rule of a
-// limit that counts failed attempts.
+// Failed reports whether status is 400 or above, to count failed attempts.
 func Failed(status int) bool { return status >= 400 }
 
-// Succeeded reports whether status is below 400: the rule of a limit that counts only
-// requests that were served.
+// Succeeded reports whether status is below 400, to count what was served.
 func Succeeded(status int) bool { return status < 400 }
 
 // checkCountWhen refuses a limit that counts by outcome without the means to.

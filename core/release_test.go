@@ -12,6 +12,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // A held grant is an admitted request's units, until the test gives them back.
@@ -27,13 +28,13 @@ type held struct {
 // rates), and what stays counted must never exceed a rate in any interval.
 func TestReleaseMatchesOracle(t *testing.T) {
 	policies := []*core.Policy{
-		core.MustPolicy(core.Per(1, time.Second)),
-		core.MustPolicy(core.Per(5, time.Minute)),
-		core.MustPolicy(core.Per(5, 200*time.Millisecond), core.Per(12, time.Second)),
-		core.MustPolicy(core.Per(10, time.Second), core.Per(4, 300*time.Millisecond), core.Per(30, 5*time.Second)),
-		core.MustPolicy(core.Per(core.ExactMax, time.Second)),
-		core.MustPolicy(core.Per(1000, 100*time.Millisecond)),
-		core.MustPolicy(core.Per(5, 50*time.Millisecond), core.Per(500, time.Second)),
+		mustPolicy(core.Rate{Count: 1, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 5, Period: time.Minute}),
+		mustPolicy(core.Rate{Count: 5, Period: 200 * time.Millisecond}, core.Rate{Count: 12, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 10, Period: time.Second}, core.Rate{Count: 4, Period: 300 * time.Millisecond}, core.Rate{Count: 30, Period: 5 * time.Second}),
+		mustPolicy(core.Rate{Count: bounds.LargestExact, Period: time.Second}),
+		mustPolicy(core.Rate{Count: 1000, Period: 100 * time.Millisecond}),
+		mustPolicy(core.Rate{Count: 5, Period: 50 * time.Millisecond}, core.Rate{Count: 500, Period: time.Second}),
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, p := range policies {
@@ -50,8 +51,8 @@ func TestReleaseMatchesOracle(t *testing.T) {
 }
 
 func checkReleases(t *testing.T, rng *rand.Rand, p *core.Policy, pattern string, bounded bool) {
-	shortest, longest := p.Rate(0).Period, p.Rate(0).Period
-	maxCost := p.Rate(0).Count
+	shortest, longest := p.Rates()[0].Period, p.Rates()[0].Period
+	maxCost := p.Rates()[0].Count
 	for _, r := range p.Rates() {
 		shortest, longest = min(shortest, r.Period), max(longest, r.Period)
 		maxCost = min(maxCost, r.Count)
@@ -61,7 +62,7 @@ func checkReleases(t *testing.T, rng *rand.Rand, p *core.Policy, pattern string,
 		if r.Exact() {
 			return 0
 		}
-		return (int64(r.Period) + core.BoundedBuckets - 1) / core.BoundedBuckets
+		return (int64(r.Period) + bounds.Buckets - 1) / bounds.Buckets
 	}
 	state := p.NewState()
 	var grants []*held // admitted, in order; given back ones leave
@@ -150,7 +151,7 @@ func checkReleases(t *testing.T, rng *rand.Rand, p *core.Policy, pattern string,
 // TestReleaseOfAGrantGoneIsANoOp: a grant that left its window and was overwritten, or a
 // release of a time never granted, changes nothing.
 func TestReleaseOfAGrantGoneIsANoOp(t *testing.T) {
-	p := core.MustPolicy(core.Per(2, time.Second))
+	p := mustPolicy(core.Rate{Count: 2, Period: time.Second})
 	s := p.NewState()
 	sec := int64(time.Second)
 	for _, at := range []int64{0, 1, 2 * sec, 2*sec + 1} {

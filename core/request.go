@@ -2,21 +2,18 @@ package core
 
 import "context"
 
-// A Request is the view of an HTTP request that key, skip and cost functions read.
+// A Request is what key, skip and cost functions see of an HTTP request.
 type Request interface {
 	Context() context.Context
 	Method() string
-	// Path is the request path, as sent; Route the matched route pattern ("/user/:id",
-	// "GET /user/{id}"), or "".
+	// Path is the path as sent; Route the matched pattern ("GET /user/{id}"), or "".
 	Path() string
 	Route() string
-	// Header is the first value of the named request header, or ""; Headers are all of
-	// its values, for fields a proxy chain may split over several lines.
+	// Header is the named header's first value, or ""; Headers all its lines' values.
 	Header(name string) string
 	Headers(name string) []string
-	// RemoteAddr is the connection's peer address, usually "host:port".
-	RemoteAddr() string
-	// Value is a value the application stored on the request: Gin's and Echo's c.Set,
-	// Fiber's c.Locals, or for net/http the context value under key.
+	RemoteAddr() string // the connection's peer, usually "host:port"
+	// Value is what the application stored under key: Gin's and Echo's c.Set, Fiber's
+	// c.Locals, a context value for net/http.
 	Value(key any) any
 }

@@ -2,9 +2,9 @@ package core
 
 import "context"
 
-// A Store keeps keys' grants and decides requests against them, safely for concurrent use
-// and atomically: two requests never both take the last slot. Package storetest checks a
-// Store's semantics; package redisstore shares limits between processes.
+// A Store keeps keys' grants and decides requests against them, safe for concurrent use
+// and atomic: two requests never both take the last slot. Package storetest checks a
+// Store; redisstore shares limits between processes.
 type Store interface {
 	// Decide admits or refuses q and records it as q.Mode says.
 	Decide(ctx context.Context, q Query) (Decision, error)
@@ -17,8 +17,6 @@ type Query struct {
 	// Scope and Key name the bucket: the limits put the route in Scope and the client
 	// (its IP by default) in Key. Either may be empty.
 	Scope, Key string
-	// Cost is how many units the request takes; below 1 counts as 1.
-	Cost int
-	// Mode says what the decision records; the zero value is Enforce.
-	Mode Mode
+	Cost       int  // the units the request takes; below 1 counts as 1
+	Mode       Mode // what the decision records; the zero value is Enforce
 }

@@ -6,22 +6,15 @@ import (
 	"sort"
 )
 
-// Unlimited, as a tier's policy in WithTiers, lets the tier's requests through uncounted.
-const Unlimited = "unlimited"
+// unlimited, as a tier's policy in WithTiers, lets the tier's requests through uncounted.
+const unlimited = "unlimited"
 
-// WithTiers chooses the policy for each request from a set declared here: pick names the
-// request's tier (from a header, or a value an earlier middleware stored), and tiers maps
-// each name to a policy in ParsePolicy's form, or to Unlimited. A request whose tier is ""
-// or not in tiers gets the limit's own policy, the one Limit or New declared: never no
-// limit, unless a tier says so. Each tier counts in buckets of its own; the response fields
-// and the observer's Event show the tier's policy.
-//
-//	ginlimit.Limit(100, time.Hour, core.WithTiers(func(r core.Request) string { return r.Header("X-Plan") },
-//		map[string]string{"paid": "1000/1h", "internal": core.Unlimited}))
-//
-// Every policy is parsed when the limit is registered; a bad one fails it, naming the tier.
-// Options given with WithTiers apply to every tier, except WithRate, which adds to the
-// limit's own policy only.
+// WithTiers picks each request's policy: pick names its tier (from a header, or a value an
+// earlier middleware stored), and tiers maps names to policies in ParsePolicy's form, or to
+// "unlimited", let through uncounted. A tier "" or not in tiers gets the limit's own
+// policy, never none. Each tier has buckets of its own; the response fields and Event show
+// its policy. A bad policy fails registration, naming the tier. The other options apply to
+// every tier, but WithRate only to the limit's own policy.
 func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 	return func(c *config) error {
 		if pick == nil || len(tiers) == 0 {
@@ -38,13 +31,13 @@ func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 			if name == "" {
 				return fmt.Errorf("WithTiers: a tier named \"\" (%q); requests without a tier get the limit's own policy", text)
 			}
-			if text == Unlimited {
+			if text == unlimited {
 				parsed[name] = nil
 				continue
 			}
 			p, err := parsePolicy(text)
 			if err != nil {
-				return fmt.Errorf("WithTiers: tier %q: %w; or core.Unlimited", name, err)
+				return fmt.Errorf("WithTiers: tier %q: %w; or \"unlimited\"", name, err)
 			}
 			parsed[name] = p
 		}
@@ -73,7 +66,7 @@ func (l *limiter) buildTiers() error {
 	return nil
 }
 
-// tier returns the limiter deciding r, and false when its tier is Unlimited.
+// tier returns the limiter deciding r, and false when its tier is unlimited.
 func (l *limiter) tier(r Request) (*limiter, bool) {
 	if r == nil {
 		return l, true

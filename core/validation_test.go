@@ -9,6 +9,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // A period written as a bare number is nanoseconds: refused everywhere a limit is declared,
@@ -57,7 +58,7 @@ func TestPeriodWithLeadingDot(t *testing.T) {
 		"3/ms": time.Millisecond, "3/1.5s": 1500 * time.Millisecond, "3/h": time.Hour, "3/d": 24 * time.Hour,
 	} {
 		p, err := core.ParsePolicy(in)
-		if err != nil || p.Rate(0).Period != want {
+		if err != nil || p.Rates()[0].Period != want {
 			t.Errorf("%s: %v %v, want period %v", in, p, err, want)
 		}
 	}
@@ -90,9 +91,9 @@ func TestHugeCounts(t *testing.T) {
 			}
 		}
 	}
-	_, err := core.NewPolicy(core.Per(3, time.Minute), core.Per(core.MaxCount+1, time.Hour))
+	_, err := core.NewPolicy(core.Rate{Count: 3, Period: time.Minute}, core.Rate{Count: bounds.LargestCount + 1, Period: time.Hour})
 	if !errors.Is(err, core.ErrBadPolicy) {
-		t.Errorf("NewPolicy with a count above MaxCount: %v", err)
+		t.Errorf("NewPolicy with a count above the largest: %v", err)
 	}
 }
 
@@ -100,22 +101,22 @@ func TestHugeCounts(t *testing.T) {
 // flood of refused requests of the largest cost cannot grow the sum until it overflows
 // and admits.
 func TestPenaltyCannotOverflow(t *testing.T) {
-	p := core.MustPolicy(core.Per(core.MaxCount, time.Hour))
+	p := mustPolicy(core.Rate{Count: bounds.LargestCount, Period: time.Hour})
 	s := p.NewState()
-	d, err := p.Apply(s, 0, core.MaxCount, core.Penalty)
+	d, err := p.Apply(s, 0, bounds.LargestCount, core.Penalty)
 	if err != nil || !d.Allowed {
 		t.Fatalf("first: %+v %v", d, err)
 	}
 	// Enough refusals of the largest cost to pass int64's range without the cap.
 	for i := range 1_000_000 {
-		d, err := p.Apply(s, int64(i), core.MaxCount, core.Penalty)
+		d, err := p.Apply(s, int64(i), bounds.LargestCount, core.Penalty)
 		if err != nil || d.Allowed {
 			t.Fatalf("refusal %d: %+v %v", i, d, err)
 		}
 	}
 	// And the key frees once the hour (and its bucket) has passed.
 	d, _ = p.Apply(s, int64(time.Hour+time.Hour/50), 1, core.Enforce)
-	if !d.Allowed || d.Remaining != core.MaxCount-1 {
+	if !d.Allowed || d.Remaining != bounds.LargestCount-1 {
 		t.Fatalf("an hour later: %+v", d)
 	}
 }

@@ -59,7 +59,7 @@ func TestConcurrentDecisionsShareRoundTrips(t *testing.T) {
 			h := &sends{}
 			c.AddHook(h)
 			s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
-			p := core.MustParsePolicy("50/1h")
+			p := mustParse("50/1h")
 			const goroutines, each, keys = 64, 40, 16
 			var admitted [keys]atomic.Int64
 			var failed atomic.Int64
@@ -116,7 +116,7 @@ func TestConcurrentCallsMeetDeadline(t *testing.T) {
 	for name, c := range map[string]*redis.Client{"DefaultClient": newClient(t, own), "ContextTimeoutEnabled": newCtxClient(t, own)} {
 		t.Run(name, func(t *testing.T) {
 			s := redisstore.New(c, redisstore.WithTimeout(timeout), redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
-			p := core.MustParsePolicy("1000000/1h")
+			p := mustParse("1000000/1h")
 			warmUp(t, s, core.Query{Policy: p, Key: "warm"})
 			signal(t, own, syscall.SIGSTOP)
 			// A round is run again only when its slowest call was late: a late call may be
@@ -229,7 +229,7 @@ func TestQueueSurvivesShortDeadlines(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						limit := 100_000 * (g + 1)
-						p := core.MustParsePolicy(strconv.Itoa(limit) + "/1h")
+						p := mustParse(strconv.Itoa(limit) + "/1h")
 						last := limit
 						for i := range 150 {
 							ctx, cancel := context.Background(), context.CancelFunc(func() {})
@@ -259,7 +259,7 @@ func TestQueueSurvivesShortDeadlines(t *testing.T) {
 					t.Errorf("only %d of %d decisions answered: a quarter have no deadline of their own", answered.Load(), 64*150)
 				}
 				waitIdle(t, s)
-				if _, err := s.Decide(context.Background(), core.Query{Policy: core.MustParsePolicy("5/1h"), Key: "after"}); err != nil {
+				if _, err := s.Decide(context.Background(), core.Query{Policy: mustParse("5/1h"), Key: "after"}); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -284,7 +284,7 @@ func TestClusterMastersDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	p := core.MustParsePolicy("1000000/1h")
+	p := mustParse("1000000/1h")
 	const timeout = 100 * time.Millisecond
 	for _, n := range nodes {
 		signal(t, n, syscall.SIGSTOP)

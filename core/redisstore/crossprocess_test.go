@@ -151,7 +151,7 @@ func childMain() int {
 	c := redis.NewClient(&redis.Options{Addr: parts[0]})
 	defer c.Close()
 	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]))
-	q := core.Query{Policy: core.MustPolicy(core.Per(crossN, crossPer)), Key: "shared"}
+	q := core.Query{Policy: mustPolicy(core.Rate{Count: crossN, Period: crossPer}), Key: "shared"}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fmt.Fprintln(os.Stderr, "child: waiting to go:", err)

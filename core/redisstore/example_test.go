@@ -23,7 +23,10 @@ func Example() {
 	defer client.Close()
 	store := redisstore.New(client, redisstore.WithPrefix("myapp:"), redisstore.WithTimeout(50*time.Millisecond))
 
-	policy := core.MustParsePolicy("100/1m")
+	policy, err := core.ParsePolicy("100/1m")
+	if err != nil {
+		panic(err) // a policy from configuration would be checked at startup
+	}
 	d, err := store.Decide(context.Background(), core.Query{Policy: policy, Scope: "GET /user/{id}", Key: "192.0.2.1"})
 	if err != nil {
 		// Redis did not answer in time: apply your failure policy (open, closed, local).

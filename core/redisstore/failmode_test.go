@@ -34,7 +34,7 @@ func TestFailModesWithRedisDown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			own := ownServer(t)
 			store := redisstore.New(newClient(t, own), redisstore.WithTimeout(timeout))
-			warmUp(t, store, core.Query{Policy: core.MustParsePolicy("3/1m"), Key: "warm"})
+			warmUp(t, store, core.Query{Policy: mustParse("3/1m"), Key: "warm"})
 			var hooked atomic.Int64
 			opts := append([]core.Option{core.WithStore(store), core.WithErrorHook(func(context.Context, error) { hooked.Add(1) })}, c.opts...)
 			l, err := adapter.New(3, time.Minute, opts...)

@@ -9,6 +9,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
@@ -28,14 +29,14 @@ func TestOutOfMemory(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, own)
 	store := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
-	p := core.MustParsePolicy("3/1m")
+	p := mustParse("3/1m")
 	full := core.Query{Policy: p, Key: "full"}
 	for i := range 3 {
 		if d, err := store.Decide(ctx, full); err != nil || !d.Allowed {
 			t.Fatalf("grant %d before memory is full: %+v %v", i+1, d, err)
 		}
 	}
-	bounded := core.Query{Policy: core.MustPolicy(core.Per(core.ExactMax+1, time.Minute)), Key: "full", Cost: core.ExactMax + 1}
+	bounded := core.Query{Policy: mustPolicy(core.Rate{Count: bounds.LargestExact + 1, Period: time.Minute}), Key: "full", Cost: bounds.LargestExact + 1}
 	if d, err := store.Decide(ctx, bounded); err != nil || !d.Allowed {
 		t.Fatalf("a bounded rate's whole quota before memory is full: %+v %v", d, err)
 	}

@@ -71,7 +71,7 @@ func TestSentinel(t *testing.T) {
 		t.Fatalf("UniversalClient with MasterName is %T, want the failover *redis.Client", c)
 	}
 	s := redisstore.New(c, roomy)
-	q := core.Query{Policy: core.MustParsePolicy("3/1h"), Key: "k"}
+	q := core.Query{Policy: mustParse("3/1h"), Key: "k"}
 	if d, err := s.Decide(ctx, q); err != nil || !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("request 1 through Sentinel: %+v %v, want admitted, 2 left", d, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
+	"github.com/reqlimit/reqlimit/core/storetest"
 )
 
 // envInt reads a knob of TestSeveralRatesAgainstEngine from the environment.
@@ -58,12 +59,12 @@ func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 		} else if us%100 == 0 {
 			us++
 		}
-		rates = append(rates, core.Per(c, time.Duration(us)*time.Microsecond))
+		rates = append(rates, core.Rate{Count: c, Period: time.Duration(us) * time.Microsecond})
 	}
 	if rng.IntN(5) == 0 { // a duplicate period
 		rates[1].Period = rates[0].Period
 	}
-	return core.MustPolicy(rates...)
+	return mustPolicy(rates...)
 }
 
 // TestSeveralRatesAgainstEngine drives exactn.lua and boundedn.lua with random policies
@@ -92,17 +93,18 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(kind)+uint64(envInt("REQLIMIT_FUZZ_SALT", 0))))
 			p := randPolicy(rng, kind, mult100)
 			t.Run(fmt.Sprintf("%d/%s", seed, p), func(t *testing.T) {
-				minCount, shortest := p.Rate(0).Count, p.Rate(0).Period
+				rates := p.Rates()
+				minCount, shortest := rates[0].Count, rates[0].Period
 				var gran []time.Duration
-				for i := range p.NumRates() {
-					minCount = min(minCount, p.Rate(i).Count)
-					shortest = min(shortest, p.Rate(i).Period)
-					gran = append(gran, (p.Rate(i).Period+99*time.Microsecond)/100/time.Microsecond*time.Microsecond)
+				for _, r := range rates {
+					minCount = min(minCount, r.Count)
+					shortest = min(shortest, r.Period)
+					gran = append(gran, (r.Period+99*time.Microsecond)/100/time.Microsecond*time.Microsecond)
 				}
 				start := time.Unix(1_700_000_000, 0).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond)
-				clock := core.NewManualClock(start)
+				clock := storetest.NewManualClock(start)
 				store := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)),
-					redisstore.WithClock(clock), redisstore.WithDenyCache(false))
+					redisstore.WithClock(clock.Now), redisstore.WithDenyCache(false))
 				keys := []string{"a", "b", "c"}
 				states := map[string][]int64{}
 				touched := map[string]bool{}
@@ -207,8 +209,8 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 
 // dumpState logs the engine's state and the stored value side by side.
 func dumpState(t *testing.T, p *core.Policy, s []int64, v []byte) {
-	nr := p.NumRates()
-	if exact(p.Rate(0)) {
+	nr := len(p.Rates())
+	if exact(p.Rates()[0]) {
 		t.Logf("engine w=%d log=%v", s[0], s[1:])
 		t.Logf("redis len=%d", len(v))
 		return
@@ -230,7 +232,7 @@ func dumpState(t *testing.T, p *core.Policy, s []int64, v []byte) {
 
 // compareState says where the stored value v differs from the engine's state s, or "".
 func compareState(p *core.Policy, s []int64, v []byte) string {
-	nr := p.NumRates()
+	nr := len(p.Rates())
 	rd := func(off, n int) int64 {
 		var b [8]byte
 		copy(b[:], v[off:off+n])
@@ -240,7 +242,7 @@ func compareState(p *core.Policy, s []int64, v []byte) string {
 		}
 		return x
 	}
-	if exact(p.Rate(0)) {
+	if exact(p.Rates()[0]) {
 		L := len(s) - 1
 		hdr := 9 + 2*nr
 		if (len(v)-hdr)%7 != 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // DefaultPrefix starts every key the store writes unless WithPrefix says otherwise.
@@ -54,7 +55,7 @@ type Store struct {
 	client  redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	clock   core.Clock
+	clock   func() time.Time
 	deny    *denyCache
 	// guard sends from a goroutine so that the deadline holds even when the client
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
@@ -117,11 +118,12 @@ func WithDenyCache(on bool) Option {
 	}
 }
 
-// WithClock makes the script use c's time instead of the Redis server's. It is FOR TESTS
-// AND SIMULATIONS ONLY: several processes with their own clocks would disagree about
-// windows, which is why the default reads the server's TIME. Keys written under a clock
-// get no expiry, since the clock's time is not the server's; use a throwaway database.
-func WithClock(c core.Clock) Option { return func(s *Store) { s.clock = c } }
+// WithClock makes the script take its time from now, not from the Redis server. It is
+// FOR TESTS AND SIMULATIONS ONLY: several processes with their own clocks would disagree
+// about windows, which is why the default reads the server's TIME. Keys written under a
+// clock get no expiry, since the clock's time is not the server's; use a throwaway
+// database.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = now } }
 
 // New returns a Store that keeps its keys through client.
 //
@@ -212,8 +214,9 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		return core.Decision{}, errNilPolicy
 	}
 	cost := max(q.Cost, 1)
-	for i := range p.NumRates() {
-		if r := p.Rate(i); cost > r.Count {
+	pl := s.plan(p)
+	for _, r := range pl.rates {
+		if cost > r.Count {
 			return core.Decision{}, fmt.Errorf("redisstore: cost %d, rate %v: %w", cost, r, core.ErrCostTooHigh)
 		}
 	}
@@ -226,12 +229,11 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		}
 	}
 	key := s.keyName(h)
-	pl := s.plan(p)
 	vals, err := s.run(ctx, pl.script, key, s.args(pl, cost, q.Mode))
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
-	d, wait, err := decision(p, vals)
+	d, wait, err := decision(pl.rates, vals)
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
@@ -286,7 +288,7 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(s.plan(p), p, grant, max(q.Cost, 1))}); err != nil {
+	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(s.plan(p), grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
@@ -298,7 +300,7 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 // releaseArgs packs release.lua's ARGV: the layout's kind (by the script that decides p),
 // the grant, its cost, the ring's length, the number of rates and of bounded rates, and
 // each bounded rate's granule.
-func releaseArgs(pl *plan, p *core.Policy, grant int64, cost int) []byte {
+func releaseArgs(pl *plan, grant int64, cost int) []byte {
 	var kind int64
 	switch pl.script {
 	case exact1Script:
@@ -314,8 +316,7 @@ func releaseArgs(pl *plan, p *core.Policy, grant int64, cost int) []byte {
 	}
 	var logLen int64
 	var grans []int64
-	for i := range p.NumRates() {
-		r := p.Rate(i)
+	for _, r := range pl.rates {
 		if exact(r) {
 			logLen = max(logLen, int64(r.Count))
 		} else {
@@ -323,7 +324,7 @@ func releaseArgs(pl *plan, p *core.Policy, grant int64, cost int) []byte {
 		}
 	}
 	b := make([]byte, 0, 8*(6+len(grans)))
-	for _, x := range append([]int64{kind, grant, int64(cost), logLen, int64(p.NumRates()), int64(len(grans))}, grans...) {
+	for _, x := range append([]int64{kind, grant, int64(cost), logLen, int64(len(pl.rates)), int64(len(grans))}, grans...) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(x))
 	}
 	return b
@@ -388,7 +389,7 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 	useTime, now, expire := int64(1), int64(0), pl.expire
 	if s.clock != nil {
 		// Keys under a test clock get no expiry: its time is not the server's.
-		useTime, now, expire = 0, s.clock.Now().UnixMicro(), 0
+		useTime, now, expire = 0, s.clock().UnixMicro(), 0
 	}
 	binary.LittleEndian.PutUint64(b[0:], uint64(useTime))
 	binary.LittleEndian.PutUint64(b[8:], uint64(now))
@@ -404,12 +405,14 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 
 // A plan is a policy's part of the script's arguments, and the script that decides it.
 type plan struct {
+	// rates are the policy's, copied once: a decision reads them without a copy of its own.
+	rates  []core.Rate
 	script *redis.Script
 	// expire is the fifth argument: for decide.lua and the bounded scripts 1 (set the expiry); for
 	// exact1.lua and exactn.lua the expiry after a grant in milliseconds, the (longest)
 	// period rounded up.
 	expire int64
-	// tail: for decide.lua L, BoundedBuckets, the number of rates, then count, period,
+	// tail: for decide.lua L, bounds.Buckets, the number of rates, then count, period,
 	// granule of each; for exact1.lua the count and the period; for exactn.lua L, the
 	// number of rates, then count and period of each; for bounded1.lua the count, the
 	// period and the granule; for boundedn.lua the number of rates, then those three of
@@ -422,34 +425,44 @@ type plan struct {
 // (built on the fly, say) still works, it only packs the arguments each time.
 const maxPlans = 1024
 
-// plan returns p's plan, cached. Periods go in whole microseconds, rounded up: the server
-// clock counts microseconds, and a longer window can only be stricter.
+// plan returns p's plan, cached.
 func (s *Store) plan(p *core.Policy) *plan {
 	if v, ok := s.plans.Load(p); ok {
 		return v.(*plan)
 	}
-	n := p.NumRates()
-	if r := p.Rate(0); n == 1 && exact(r) {
+	rates := p.Rates()
+	pl := newPlan(rates)
+	pl.rates = rates
+	if s.nplans.Add(1) <= maxPlans {
+		s.plans.Store(p, pl)
+	}
+	return pl
+}
+
+// newPlan builds the plan of a policy of rates. Periods go in whole microseconds, rounded
+// up: the server clock counts microseconds, and a longer window can only be stricter.
+func newPlan(rates []core.Rate) *plan {
+	n := len(rates)
+	if r := rates[0]; n == 1 && exact(r) {
 		// One exact rate: the lean script. Its expiry after a grant is FullReset, which is
 		// then the period (the newest grant is now), in milliseconds rounded up.
 		us := micros(r.Period)
 		pl := &plan{script: exact1Script, expire: max(1, (us+999)/1000)}
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(us))
-		return s.keep(p, pl)
+		return pl
 	}
-	if r := p.Rate(0); n == 1 {
+	if r := rates[0]; n == 1 {
 		// One bounded rate: the lean script, which keeps its own expiry (1: set one).
 		us := micros(r.Period)
 		pl := &plan{script: bounded1Script, expire: 1}
 		for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
 		}
-		return s.keep(p, pl)
+		return pl
 	}
 	logLen, allExact, longest := 0, true, int64(0)
-	for i := range n {
-		r := p.Rate(i)
+	for _, r := range rates {
 		if exact(r) {
 			logLen = max(logLen, r.Count)
 		} else {
@@ -463,29 +476,26 @@ func (s *Store) plan(p *core.Policy) *plan {
 		pl := &plan{script: exactNScript, expire: max(1, (longest+999)/1000)}
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(logLen))
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
-		for i := range n {
-			r := p.Rate(i)
+		for _, r := range rates {
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(micros(r.Period)))
 		}
-		return s.keep(p, pl)
+		return pl
 	}
 	if logLen == 0 {
 		// Several bounded rates: the lean script for them, which keeps its own expiry.
 		pl := &plan{script: boundedNScript, expire: 1}
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
-		for i := range n {
-			r := p.Rate(i)
+		for _, r := range rates {
 			us := micros(r.Period)
 			for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
 				pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
 			}
 		}
-		return s.keep(p, pl)
+		return pl
 	}
-	vals := []int64{int64(logLen), core.BoundedBuckets, int64(n)}
-	for i := range n {
-		r := p.Rate(i)
+	vals := []int64{int64(logLen), bounds.Buckets, int64(n)}
+	for _, r := range rates {
 		us := micros(r.Period)
 		g := int64(0)
 		if !exact(r) {
@@ -497,43 +507,35 @@ func (s *Store) plan(p *core.Policy) *plan {
 	for _, x := range vals {
 		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
 	}
-	return s.keep(p, pl)
-}
-
-// keep caches pl as p's plan while the cache has room.
-func (s *Store) keep(p *core.Policy, pl *plan) *plan {
-	if s.nplans.Add(1) <= maxPlans {
-		s.plans.Store(p, pl)
-	}
 	return pl
 }
 
 // now is the deny cache's clock: the local monotonic clock, or the test clock if given.
 func (s *Store) now() time.Time {
 	if s.clock != nil {
-		return s.clock.Now()
+		return s.clock()
 	}
 	return time.Now()
 }
 
 // granuleOf is a bounded rate's bucket width for a period of us microseconds, as the
-// engine's: the period over core.BoundedBuckets, rounded up.
-func granuleOf(us int64) int64 { return (us + core.BoundedBuckets - 1) / core.BoundedBuckets }
+// engine's: the period over bounds.Buckets, rounded up.
+func granuleOf(us int64) int64 { return (us + bounds.Buckets - 1) / bounds.Buckets }
 
 // exact reports whether core keeps r as an exact log of grant times.
-func exact(r core.Rate) bool { return r.Count <= core.ExactMax }
+func exact(r core.Rate) bool { return r.Count <= bounds.LargestExact }
 
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
 
 // decision reads the script's reply: the decision and, for a refusal, the true wait until
 // admission (see the deny cache).
-func decision(p *core.Policy, v reply) (core.Decision, time.Duration, error) {
-	if v[1] < 0 || int(v[1]) >= p.NumRates() {
+func decision(rates []core.Rate, v reply) (core.Decision, time.Duration, error) {
+	if v[1] < 0 || int(v[1]) >= len(rates) {
 		return core.Decision{}, 0, fmt.Errorf("unexpected script reply %v", v)
 	}
 	return core.Decision{
 		Allowed:    v[0] == 1,
-		Rate:       p.Rate(int(v[1])),
+		Rate:       rates[v[1]],
 		Remaining:  int(v[2]),
 		RetryAfter: time.Duration(v[3]) * time.Microsecond,
 		Reset:      time.Duration(v[4]) * time.Microsecond,

@@ -18,6 +18,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/core/storetest"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 var prefixSeq atomic.Int64
@@ -43,8 +44,8 @@ func TestConformance(t *testing.T) {
 			})
 			t.Run("VirtualClock", func(t *testing.T) {
 				storetest.Run(t, func(t *testing.T) storetest.Harness {
-					clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-					s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock))
+					clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+					s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now))
 					return storetest.Harness{Store: s, Advance: func(d time.Duration) { clock.Advance(d) }}
 				})
 			})
@@ -65,21 +66,20 @@ func TestMatchesEngine(t *testing.T) {
 		deny, grid, burst := variant.deny, variant.grid, variant.burst
 		for _, text := range policies {
 			t.Run(fmt.Sprintf("%s/deny=%v/grid=%v/burst=%v", text, deny, grid, burst), func(t *testing.T) {
-				p := core.MustParsePolicy(text)
-				minCount, shortest := p.Rate(0).Count, p.Rate(0).Period
-				for i := range p.NumRates() {
-					minCount = min(minCount, p.Rate(i).Count)
-					shortest = min(shortest, p.Rate(i).Period)
-				}
+				p := mustParse(text)
+				rates := p.Rates()
+				minCount, shortest := rates[0].Count, rates[0].Period
 				bounded := false
-				for i := range p.NumRates() {
-					bounded = bounded || !exact(p.Rate(i))
+				for _, r := range rates {
+					minCount = min(minCount, r.Count)
+					shortest = min(shortest, r.Period)
+					bounded = bounded || !exact(r)
 				}
 				rng := rand.New(rand.NewPCG(uint64(len(text)), 7))
 				start := time.Unix(1_700_000_000, 0)
-				clock := core.NewManualClock(start)
+				clock := storetest.NewManualClock(start)
 				store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)),
-					redisstore.WithClock(clock), redisstore.WithDenyCache(deny))
+					redisstore.WithClock(clock.Now), redisstore.WithDenyCache(deny))
 				states := map[string][]int64{"a": redisstore.EngineState(p), "b": redisstore.EngineState(p)}
 				// Grants admitted in Enforce mode, some given back later (as a limit
 				// counting by outcome does), often after later grants: the engine's
@@ -181,7 +181,7 @@ func TestCostTooHighWithoutRoundTrip(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
 	s := redisstore.New(c)
-	_, err := s.Decide(context.Background(), core.Query{Policy: core.MustParsePolicy("3/1m,10/1h"), Key: "k", Cost: 4})
+	_, err := s.Decide(context.Background(), core.Query{Policy: mustParse("3/1m,10/1h"), Key: "k", Cost: 4})
 	if !errors.Is(err, core.ErrCostTooHigh) {
 		t.Fatalf("err %v, want ErrCostTooHigh", err)
 	}
@@ -196,7 +196,7 @@ func TestKeyLayout(t *testing.T) {
 	ctx := context.Background()
 	fresh := freshPrefix(t)
 	s := redisstore.New(c, roomy, redisstore.WithPrefix(fresh+"app{x}:"))
-	p := core.MustParsePolicy("1/1h")
+	p := mustParse("1/1h")
 	masters := map[string]bool{}
 	slots := map[int64]bool{}
 	for i := range 60 {
@@ -243,7 +243,7 @@ func TestKeyLayout(t *testing.T) {
 		t.Fatalf("60 keys fell in %d slots on %d of %d masters: the layout does not spread", len(slots), len(masters), len(cluster))
 	}
 	// The same bucket gets the same key in every process: no per-process seed.
-	if got, want := redisstore.New(c).Key(p, "", "k"), redisstore.New(c).Key(core.MustParsePolicy("1/60m"), "", "k"); got != want {
+	if got, want := redisstore.New(c).Key(p, "", "k"), redisstore.New(c).Key(mustParse("1/60m"), "", "k"); got != want {
 		t.Fatalf("equal policies, different keys: %s, %s", got, want)
 	}
 }
@@ -265,7 +265,7 @@ func TestScriptFlush(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := redisstore.New(c.client, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
-			p := core.MustParsePolicy("3/1h")
+			p := mustParse("3/1h")
 			for i := range 8 {
 				key := "k" + strconv.Itoa(i)
 				for j := range 4 {
@@ -293,7 +293,7 @@ func TestServerDown(t *testing.T) {
 	needRedis(t)
 	own := ownServer(t)
 	ctx := context.Background()
-	p := core.MustParsePolicy("100/1h")
+	p := mustParse("100/1h")
 	q := core.Query{Policy: p, Key: "k"}
 	const timeout = 100 * time.Millisecond
 	clients := map[string]*redis.Client{
@@ -369,12 +369,12 @@ func TestDenyCache(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
 	c := newClient(t, ownServer(t))
-	p := core.MustParsePolicy("5/1m")
+	p := mustParse("5/1m")
 	const flood = 2000
 	// Every script: one exact rate, several, one bounded, several, and the generic one.
 	for _, text := range []string{"5/1m", "5/1m,10/1h", "300/1m", "300/1m,1000/1h", "5/1m,300/1h"} {
-		q := core.Query{Policy: core.MustParsePolicy(text), Key: "flood"}
-		limit := q.Policy.Rate(0).Count
+		q := core.Query{Policy: mustParse(text), Key: "flood"}
+		limit := q.Policy.Rates()[0].Count
 		calls := map[bool]int64{}
 		for _, on := range []bool{false, true} {
 			s := redisstore.New(c, roomy, redisstore.WithPrefix(fmt.Sprintf("%sdeny-%v:", freshPrefix(t), on)), redisstore.WithDenyCache(on))
@@ -425,7 +425,7 @@ func TestDenyCacheReleases(t *testing.T) {
 	ctx := context.Background()
 	s := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)))
 	const T = 150 * time.Millisecond
-	p := core.MustPolicy(core.Per(1, T))
+	p := mustPolicy(core.Rate{Count: 1, Period: T})
 	for attempt := 1; ; attempt++ {
 		q := core.Query{Policy: p, Key: "k" + strconv.Itoa(attempt)}
 		start := time.Now()
@@ -467,11 +467,11 @@ func TestMemoryUsage(t *testing.T) {
 		policy string
 		max    int64
 	}{{"100/1m", 1000}, {"3/1m", 200}} {
-		p := core.MustParsePolicy(tc.policy)
+		p := mustParse(tc.policy)
 		q := core.Query{Policy: p, Key: "192.0.2.77", Scope: "GET /user/{id}"}
 		// The expiry has run down since the last grant's call began, no longer.
 		var since time.Time
-		for range p.Rate(0).Count {
+		for range p.Rates()[0].Count {
 			since = time.Now()
 			if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
 				t.Fatalf("%s: %+v %v", tc.policy, d, err)
@@ -482,7 +482,7 @@ func TestMemoryUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s after %d grants: MEMORY USAGE %d bytes", tc.policy, p.Rate(0).Count, n)
+		t.Logf("%s after %d grants: MEMORY USAGE %d bytes", tc.policy, p.Rates()[0].Count, n)
 		if n > tc.max {
 			t.Errorf("%s: MEMORY USAGE %d bytes, want at most %d", tc.policy, n, tc.max)
 		}
@@ -505,7 +505,7 @@ func TestExpiryOutlivesGrants(t *testing.T) {
 	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 	// Every lean script; T is each policy's longest period, which the key must outlive.
 	for _, policy := range []string{"2/100ms", "5/100ms", "300/100ms", "2/100ms,3/50ms", "300/100ms,500/50ms"} {
-		p := core.MustParsePolicy(policy)
+		p := mustParse(policy)
 		q := core.Query{Policy: p, Key: "192.0.2.8"}
 		key := s.Key(p, q.Scope, q.Key)
 		const T = 100 * time.Millisecond
@@ -530,7 +530,7 @@ func TestExpiryOutlivesGrants(t *testing.T) {
 			// at most the two round trips ago; a bounded rate's window ends with its newest
 			// bucket, up to T/100 later.
 			lo := T - time.Since(start) - time.Millisecond
-			hi := 2*T + T/core.BoundedBuckets + 2*time.Millisecond
+			hi := 2*T + T/bounds.Buckets + 2*time.Millisecond
 			if ttl < lo || ttl > hi {
 				t.Fatalf("%s: after a grant PTTL is %v, want between %v and %v", policy, ttl, lo, hi)
 			}
@@ -556,7 +556,7 @@ func TestExpiryAfterServerClockStepBack(t *testing.T) {
 	c := newClient(t, standalone)
 	for _, text := range []string{"5/400ms", "300/400ms"} {
 		for attempt := 1; ; attempt++ {
-			admitted, why := clockStepBack(t, c, core.MustParsePolicy(text))
+			admitted, why := clockStepBack(t, c, mustParse(text))
 			if why == "" {
 				if admitted {
 					t.Errorf("%s: the whole quota admitted while the grants that filled the window still counted: the key expired early", text)
@@ -589,14 +589,14 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (admit
 	const ahead = 200 * time.Millisecond
 	newest := st.Add(ahead).UnixMicro()
 	var v []byte
-	if exact(p.Rate(0)) { // exact1.lua: [I2 w][i7 E][I2 b] then the ring
+	if exact(p.Rates()[0]) { // exact1.lua: [I2 w][i7 E][I2 b] then the ring
 		v = le(le(le(le(nil, 1, 2), 0, 7), 0, 2), newest, 7)
 	} else { // bounded1.lua: [i8 last][i8 lo][i8 sum][i8 newest][i7 E] then 101 counts
-		g := p.Rate(0).Period.Microseconds() / core.BoundedBuckets
+		g := p.Rates()[0].Period.Microseconds() / bounds.Buckets
 		k := newest / g // one grant in the newest bucket
 		v = le(le(le(le(le(nil, newest, 8), k-100, 8), 1, 8), k, 8), 0, 7)
-		counts := make([]byte, 8*(core.BoundedBuckets+1))
-		counts[8*(k%(core.BoundedBuckets+1))] = 1
+		counts := make([]byte, 8*(bounds.Buckets+1))
+		counts[8*(k%(bounds.Buckets+1))] = 1
 		v = append(v, counts...)
 	}
 	if err := c.Set(ctx, key, v, time.Minute).Err(); err != nil {
@@ -609,7 +609,7 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (admit
 	if el := time.Since(st); el >= ahead {
 		return false, fmt.Sprintf("the grant ended %v after the start, not clamped to the key's time %v ahead", el, ahead)
 	}
-	if want := p.Rate(0).Count - 2; d.Remaining != want {
+	if want := p.Rates()[0].Count - 2; d.Remaining != want {
 		// The planted grant was not read: this test's layouts are out of date.
 		t.Fatalf("%s: Remaining %d after the planted grant and one more, want %d", p, d.Remaining, want)
 	}
@@ -625,11 +625,11 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (admit
 	}
 	// 300ms later those grants still count: a request for the whole quota must wait.
 	time.Sleep(860*time.Millisecond - time.Since(st))
-	d, err = s.Decide(ctx, core.Query{Policy: p, Key: "k", Cost: p.Rate(0).Count})
+	d, err = s.Decide(ctx, core.Query{Policy: p, Key: "k", Cost: p.Rates()[0].Count})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(filled); el >= p.Rate(0).Period {
+	if el := time.Since(filled); el >= p.Rates()[0].Period {
 		return false, fmt.Sprintf("the ask ended %v after the window was filled: its grants may have left", el)
 	}
 	return d.Allowed, ""
@@ -641,13 +641,13 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (admit
 func TestSameMicrosecondFromTwoClients(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
-	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 	prefix := redisstore.WithPrefix(freshPrefix(t))
-	a := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock))
-	b := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock))
+	a := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock.Now))
+	b := redisstore.New(newClient(t, standalone), roomy, prefix, redisstore.WithClock(clock.Now))
 	for _, policy := range []string{"4/1s", "1000/1s"} { // an exact ring, a bounded form
-		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "k"}
-		limit := q.Policy.Rate(0).Count
+		q := core.Query{Policy: mustParse(policy), Key: "k"}
+		limit := q.Policy.Rates()[0].Count
 		for i := range limit {
 			s := a
 			if i%2 == 1 {
@@ -672,10 +672,10 @@ func TestSameMicrosecondFromTwoClients(t *testing.T) {
 // out 100 ms where the engine says 101 ms.
 func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 	needRedis(t)
-	p := core.MustParsePolicy("1000/100ms,5000/1s")
+	p := mustParse("1000/100ms,5000/1s")
 	start := time.Unix(1_700_000_000, 0)
-	clock := core.NewManualClock(start)
-	store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock), redisstore.WithDenyCache(false))
+	clock := storetest.NewManualClock(start)
+	store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now), redisstore.WithDenyCache(false))
 	state := redisstore.EngineState(p)
 	for _, s := range []struct {
 		at   time.Duration
@@ -706,7 +706,7 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 	needRedis(t)
 	own := ownServer(t)
 	own.Stop()
-	q := core.Query{Policy: core.MustParsePolicy("3/1m"), Key: "k"}
+	q := core.Query{Policy: mustParse("3/1m"), Key: "k"}
 	for name, c := range map[string]*redis.Client{"DefaultClient": newClient(t, own), "ContextTimeoutEnabled": newCtxClient(t, own)} {
 		t.Run(name, func(t *testing.T) {
 			// The first decision has a second: the refusal must be seen before the deadline
@@ -739,14 +739,14 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 // longest is p's longest period.
 func longest(p *core.Policy) time.Duration {
 	var l time.Duration
-	for i := range p.NumRates() {
-		l = max(l, p.Rate(i).Period)
+	for _, r := range p.Rates() {
+		l = max(l, r.Period)
 	}
 	return l
 }
 
 // exact reports whether core keeps r as an exact log of grant times.
-func exact(r core.Rate) bool { return r.Count <= core.ExactMax }
+func exact(r core.Rate) bool { return r.Count <= bounds.LargestExact }
 
 // warmUp decides q on s until a decision succeeds: the store's first call dials and loads
 // its script, which on a loaded machine can outlast a short deadline. The tests that use
@@ -760,4 +760,22 @@ func warmUp(t *testing.T, s *redisstore.Store, q core.Query) {
 		}
 	}
 	t.Fatalf("the server never answered: %v", err)
+}
+
+// TestDenyCachedRefusalAllocatesNothing: a refusal answered from the deny cache, the path a
+// client hammering a spent key takes, allocates nothing: the policy's rates are read from
+// its cached plan, not copied per decision.
+func TestDenyCachedRefusalAllocatesNothing(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	s := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)))
+	q := core.Query{Policy: mustParse("1/1h,5/1d"), Key: "spent"}
+	for range 2 {
+		if _, err := s.Decide(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Decide(ctx, q) }); n != 0 {
+		t.Fatalf("%v allocations per refusal from the deny cache", n)
+	}
 }

@@ -172,7 +172,7 @@ func decide(t *testing.T, h Harness, q core.Query) core.Decision {
 
 func admitsCountThenRefuses(t *testing.T, h Harness) {
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
-		p := core.MustPolicy(core.Per(3, w))
+		p := mustPolicy(core.Rate{Count: 3, Period: w})
 		q := core.Query{Policy: p, Scope: "GET /user/test", Key: key("192.0.2.1")}
 		var ds [4]core.Decision
 		var at [4]span
@@ -183,7 +183,7 @@ func admitsCountThenRefuses(t *testing.T, h Harness) {
 			return false
 		}
 		for i, d := range ds[:3] {
-			if !d.Allowed || d.Remaining != 2-i || d.Rate != core.Per(3, w) || d.RetryAfter != 0 {
+			if !d.Allowed || d.Remaining != 2-i || d.Rate != (core.Rate{Count: 3, Period: w}) || d.RetryAfter != 0 {
 				t.Fatalf("request %d: got %+v, want admitted with %d remaining of 3 per %v", i+1, d, 2-i, w)
 			}
 			// The newest grant is this one: the quota is whole one window from now; it
@@ -212,7 +212,7 @@ func admitsCountThenRefuses(t *testing.T, h Harness) {
 
 func retryAfterFromGrants(t *testing.T, h Harness) {
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
-		q := core.Query{Policy: core.MustPolicy(core.Per(2, w)), Key: key("k")}
+		q := core.Query{Policy: mustPolicy(core.Rate{Count: 2, Period: w}), Key: key("k")}
 		_, first := tl.decide(t, q)
 		tl.wait(w / 2)
 		_, second := tl.decide(t, q)
@@ -246,8 +246,8 @@ func retryAfterFromGrants(t *testing.T, h Harness) {
 	})
 }
 func isolation(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(1, time.Hour))
-	other := core.MustPolicy(core.Per(2, time.Hour))
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Hour})
+	other := mustPolicy(core.Rate{Count: 2, Period: time.Hour})
 	base := core.Query{Policy: p, Scope: "/a", Key: "10.0.0.1"}
 	variants := []core.Query{
 		base,
@@ -262,13 +262,13 @@ func isolation(t *testing.T, h Harness) {
 			t.Fatalf("variant %d (%s %q %q): first request refused, so it shares a bucket: %+v", i, q.Policy, q.Scope, q.Key, d)
 		}
 	}
-	if d := decide(t, h, core.Query{Policy: core.MustParsePolicy("1/1h"), Scope: "/a", Key: "10.0.0.1"}); d.Allowed {
+	if d := decide(t, h, core.Query{Policy: mustParse("1/1h"), Scope: "/a", Key: "10.0.0.1"}); d.Allowed {
 		t.Fatalf("an equal policy parsed anew must share the bucket, got %+v", d)
 	}
 }
 
 func awkwardKeys(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(1, time.Hour))
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Hour})
 	keys := []string{"{a}", "{a", "a}", "}{", "{}", "{{}}", "spaces in key", "ключ 🔑", strings.Repeat("x", 10_000), strings.Repeat("{y}", 3000), "\x00nul\x00", ""}
 	for _, k := range keys {
 		for _, scope := range []string{"/r", "{a}", "GET /u/{id}"} {
@@ -285,7 +285,7 @@ func awkwardKeys(t *testing.T, h Harness) {
 
 func severalRates(t *testing.T, h Harness) {
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
-		p := core.MustPolicy(core.Per(2, w/4), core.Per(3, w))
+		p := mustPolicy(core.Rate{Count: 2, Period: w / 4}, core.Rate{Count: 3, Period: w})
 		q := core.Query{Policy: p, Key: key("k")}
 		_, first := tl.decide(t, q)
 		if d, _ := tl.decide(t, q); !d.Allowed {
@@ -295,7 +295,7 @@ func severalRates(t *testing.T, h Harness) {
 		if !tl.inTime(t, "the third request", first, at, w/4) {
 			return false
 		}
-		if d.Allowed || d.Rate != p.Rate(0) {
+		if d.Allowed || d.Rate != p.Rates()[0] {
 			t.Fatalf("third request at once: got %+v, want refused by the 2-per-%v rate", d, w/4)
 		}
 		tl.wait(w/4 + tl.tol())
@@ -303,7 +303,7 @@ func severalRates(t *testing.T, h Harness) {
 		if !tl.inTime(t, "the fourth request", first, at, w) {
 			return false
 		}
-		if !d.Allowed || d.Rate != p.Rate(1) || d.Remaining != 0 {
+		if !d.Allowed || d.Rate != p.Rates()[1] || d.Remaining != 0 {
 			t.Fatalf("after the short window: got %+v, want admitted with the long rate exhausted", d)
 		}
 		tl.wait(w/4 + tl.tol())
@@ -311,7 +311,7 @@ func severalRates(t *testing.T, h Harness) {
 		if !tl.inTime(t, "the fifth request", first, at, w) {
 			return false
 		}
-		if lo, hi := tl.until(first, w, at); d.Allowed || d.Rate != p.Rate(1) || d.RetryAfter < lo || d.RetryAfter > hi {
+		if lo, hi := tl.until(first, w, at); d.Allowed || d.Rate != p.Rates()[1] || d.RetryAfter < lo || d.RetryAfter > hi {
 			t.Fatalf("short rate has room but long is full: got %+v, want refused by rate 1 until the first grant (at %v) is %v old: RetryAfter in [%v, %v]", d, first, w, lo, hi)
 		}
 		// A refusal by one rate records nothing in the other.
@@ -324,7 +324,7 @@ func severalRates(t *testing.T, h Harness) {
 }
 
 func cost(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(3, time.Hour))
+	p := mustPolicy(core.Rate{Count: 3, Period: time.Hour})
 	q := core.Query{Policy: p, Key: "k", Cost: 2}
 	if d := decide(t, h, q); !d.Allowed || d.Remaining != 1 {
 		t.Fatalf("cost 2 of 3: got %+v, want admitted with 1 left", d)
@@ -345,7 +345,7 @@ func cost(t *testing.T, h Harness) {
 
 func penalty(t *testing.T, h Harness) {
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
-		p := core.MustPolicy(core.Per(2, w))
+		p := mustPolicy(core.Rate{Count: 2, Period: w})
 		enforce := core.Query{Policy: p, Key: key("calm")}
 		punish := core.Query{Policy: p, Key: key("hammer"), Mode: core.Penalty}
 		var firsts [2]span
@@ -392,7 +392,7 @@ func penalty(t *testing.T, h Harness) {
 }
 
 func peek(t *testing.T, h Harness) {
-	p := core.MustPolicy(core.Per(2, time.Hour))
+	p := mustPolicy(core.Rate{Count: 2, Period: time.Hour})
 	q := core.Query{Policy: p, Key: "k", Mode: core.Peek}
 	for range 5 {
 		if d := decide(t, h, q); !d.Allowed || d.Remaining != 2 {
@@ -418,7 +418,7 @@ func concurrentStrict(t *testing.T, h Harness) {
 	}
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
 		per := w / 4
-		p := core.MustPolicy(core.Per(n, per))
+		p := mustPolicy(core.Rate{Count: n, Period: per})
 		q := core.Query{Policy: p, Key: key("hot")}
 		var mu sync.Mutex
 		var grants, refusals []Call
@@ -612,7 +612,7 @@ func reset(t *testing.T, h Harness) {
 	}
 	ctx := context.Background()
 	for _, text := range []string{"2/1h", "2/1h,300/1d", "2/1h,200000/1d"} {
-		p := core.MustParsePolicy(text)
+		p := mustParse(text)
 		q := core.Query{Policy: p, Scope: "login", Key: "alice"}
 		other := core.Query{Policy: p, Scope: "login", Key: "bob"}
 		decide(t, h, q)
@@ -641,7 +641,7 @@ func reset(t *testing.T, h Harness) {
 	}
 	// Resets racing with decisions: nothing fails, and the bucket stays a bucket: after
 	// them, at most N more are admitted.
-	p := core.MustParsePolicy("3/1h,400/1d")
+	p := mustParse("3/1h,400/1d")
 	q := core.Query{Policy: p, Scope: "race", Key: "k"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -694,7 +694,7 @@ func release(t *testing.T, h Harness) {
 	ctx := context.Background()
 	retry(t, h, func(tl *timeline, w time.Duration, key func(string) string) bool {
 		for _, extra := range []string{"", ",300/1d", ",2000/1d"} {
-			p := core.MustParsePolicy(fmt.Sprintf("3/%v%s", w, extra))
+			p := mustParse(fmt.Sprintf("3/%v%s", w, extra))
 			q := core.Query{Policy: p, Scope: "login", Key: key("alice" + extra)}
 			var at [3]span
 			var ds [3]core.Decision
@@ -730,9 +730,9 @@ func release(t *testing.T, h Harness) {
 	})
 	// Bounded rates, alone and several: a grant's units leave its bucket.
 	for _, text := range []string{"300/1h", "300/1h,400/1d", "2/1h,300/1d"} {
-		p := core.MustParsePolicy(text)
+		p := mustParse(text)
 		q := core.Query{Policy: p, Scope: "bulk", Key: "k", Cost: 1}
-		if p.Rate(0).Count == 300 {
+		if p.Rates()[0].Count == 300 {
 			q.Cost = 100
 		}
 		var first core.Decision
@@ -752,7 +752,7 @@ func release(t *testing.T, h Harness) {
 		}
 		pq := q
 		pq.Mode = core.Peek
-		want := p.Rate(0).Count - q.Cost
+		want := p.Rates()[0].Count - q.Cost
 		if d := decide(t, h, pq); !d.Allowed || d.Remaining != want {
 			t.Fatalf("%s: after giving back one of two grants of %d: %+v, want %d remaining", text, q.Cost, d, want)
 		}
@@ -776,7 +776,7 @@ func releaseConcurrent(t *testing.T, h Harness) {
 	}
 	ctx := context.Background()
 	for _, text := range []string{"30/1h", "30/1h,400/1d", "300/1h"} {
-		p := core.MustParsePolicy(text)
+		p := mustParse(text)
 		q := core.Query{Policy: p, Scope: "race", Key: "k"}
 		var kept atomic.Int64
 		var wg sync.WaitGroup
@@ -809,8 +809,26 @@ func releaseConcurrent(t *testing.T, h Harness) {
 		pq := q
 		pq.Mode = core.Peek
 		d := decide(t, h, pq)
-		if want := p.Rate(0).Count - int(kept.Load()); d.Remaining != want {
+		if want := p.Rates()[0].Count - int(kept.Load()); d.Remaining != want {
 			t.Fatalf("%s: %d grants kept, %d remaining, want %d", text, kept.Load(), d.Remaining, want)
 		}
 	}
+}
+
+// mustPolicy is core.NewPolicy for the suite's own, valid, rates.
+func mustPolicy(rates ...core.Rate) *core.Policy {
+	p, err := core.NewPolicy(rates...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// mustParse is core.ParsePolicy for the suite's own, valid, texts.
+func mustParse(text string) *core.Policy {
+	p, err := core.ParsePolicy(text)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }

@@ -56,7 +56,7 @@ type spec struct {
 // unlimited keeps a counter or a token bucket admitting at benchmark speed: a benchmark
 // makes far fewer than 2³⁰ calls. The window is an hour, not a second, because
 // sethvargo/go-limiter refills interval/tokens (rounded down) per tick: 0 when tokens
-// outnumber the interval's nanoseconds. reqlimit cannot use it: above core.ExactMax it
+// outnumber the interval's nanoseconds. reqlimit cannot use it: above 256 a window (bounds.LargestExact) it
 // switches to its bounded form, another code path, so its fast spec shortens the window
 // instead (100 per ns).
 var unlimited = spec{1 << 30, time.Hour}
@@ -219,7 +219,7 @@ var bareRoutes = map[string]func() allowFunc{
 
 func reqlimitDecide(store func() (core.Store, error)) func(int, time.Duration) (allowFunc, error) {
 	return func(count int, period time.Duration) (allowFunc, error) {
-		p, err := core.NewPolicy(core.Per(count, period))
+		p, err := core.NewPolicy(core.Rate{Count: count, Period: period})
 		if err != nil {
 			return nil, err
 		}

@@ -62,7 +62,7 @@ func plan(r core.Request) string {
 }
 
 // plans are the policies of the plans other than the free one.
-var plans = map[string]string{"pro": "100/1m", "internal": core.Unlimited}
+var plans = map[string]string{"pro": "100/1m", "internal": "unlimited"}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")

@@ -21,7 +21,7 @@ func BenchApps() []struct {
 } {
 	generous := func(opts ...core.Option) []Limit {
 		opts = append([]core.Option{core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods()}, opts...)
-		// An exact ring (the form of every limit up to core.ExactMax per window) whose
+		// An exact ring (the form of every limit up to bounds.LargestExact per window) whose
 		// 1µs window never fills at benchmark speed: every request is admitted, so the
 		// admitted path is what is measured. Its cost does not depend on the numbers.
 		return []Limit{{Count: 100, Period: time.Microsecond, Opts: opts}}
@@ -30,7 +30,7 @@ func BenchApps() []struct {
 	// little faster than the rate allows (see benchClock).
 	sized := func(count int, period time.Duration) []Limit {
 		clock := &benchClock{start: time.Now(), step: period / time.Duration(count) * 21 / 20}
-		opts := []core.Option{core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Clock: clock})), core.WithShortPeriods()}
+		opts := []core.Option{core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})), core.WithShortPeriods()}
 		return []Limit{{Count: count, Period: period, Opts: opts}}
 	}
 	return []struct {

@@ -232,7 +232,7 @@ var Scenarios = []Scenario{
 		Name: "tiers-pick-the-policy-per-request",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			plan := func(r core.Request) string { return r.Header("X-Plan") }
-			return one("/a", perMinute(1, p.Observer(), core.WithTiers(plan, map[string]string{"paid": "3/1m", "internal": core.Unlimited})))
+			return one("/a", perMinute(1, p.Observer(), core.WithTiers(plan, map[string]string{"paid": "3/1m", "internal": "unlimited"})))
 		},
 		Steps: fixed(
 			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": `"1/1m";r=0;t=60`, "RateLimit-Policy": `"1/1m";q=1;w=60`}},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // Scenarios about which requests share a bucket: where the route is unknown, and where
@@ -141,7 +142,7 @@ var bucketScenarios = []Scenario{
 		App: func(Traits, Adapter, *Probe) App {
 			return App{Routes: []Route{
 				{Path: "/a", Limits: []Limit{{Policy: "1000000000000/365d"}}},
-				{Path: "/b", Limits: []Limit{{Count: core.MaxCount, Period: 100 * 365 * 24 * time.Hour}}},
+				{Path: "/b", Limits: []Limit{{Count: bounds.LargestCount, Period: 100 * 365 * 24 * time.Hour}}},
 			}}
 		},
 		Steps: fixed(
@@ -173,7 +174,7 @@ var bucketScenarios = []Scenario{
 var errKeyDown = errors.New("session store down")
 
 // resetWithin checks a RateLimit field that starts with prefix and ends with t: a bounded
-// rate (counts above core.ExactMax) holds a grant until its bucket, a hundredth of the
+// rate (counts above bounds.LargestExact) holds a grant until its bucket, a hundredth of the
 // period, has left the window, so t lies between the period and a hundredth more.
 func resetWithin(prefix string, period time.Duration) func(http.Header) error {
 	return func(h http.Header) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // A Step is one request and what its response must be.
@@ -151,7 +152,7 @@ func badArguments(t *testing.T, a Adapter) {
 		{3, 60, []string{name + ".Limit(3, 60ns)", "period 60ns is below the 1ms minimum", "60*time.Second", "WithShortPeriods", "adaptertest.go:"}},
 		{3, time.Nanosecond, []string{"period 1ns"}},
 		{3, 999 * time.Microsecond, []string{"period 999µs"}},
-		{core.MaxCount + 1, time.Hour, []string{"count 10000000000001 is above the largest, 10000000000000"}},
+		{bounds.LargestCount + 1, time.Hour, []string{"count 10000000000001 is above the largest, 10000000000000"}},
 		{math.MaxInt, time.Second, []string{"count 9223372036854775807"}},
 	} {
 		msg := func() (msg string) {
@@ -172,7 +173,7 @@ func badArguments(t *testing.T, a Adapter) {
 	}{
 		{20, 50 * time.Millisecond, nil}, {5, 10 * time.Millisecond, nil}, {3, time.Millisecond, nil},
 		{100, 100 * time.Microsecond, []core.Option{core.WithShortPeriods()}},
-		{core.MaxCount, time.Hour, nil},
+		{bounds.LargestCount, time.Hour, nil},
 	} {
 		msg := func() (msg string) {
 			defer func() {

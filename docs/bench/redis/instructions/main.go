@@ -53,7 +53,7 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	"multi-bounded": reqlimitHot("1000/100ms,5000/1s"),
 	"fresh": func(c *redis.Client) func(context.Context, int) error {
 		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
-		p := core.MustParsePolicy("100/1m")
+		p := mustParse("100/1m")
 		return func(ctx context.Context, i int) error {
 			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i)})
 			return err
@@ -62,7 +62,7 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	// many: 700 keys in turn, each decided about three times in 2,000 (a young ring).
 	"many": func(c *redis.Client) func(context.Context, int) error {
 		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
-		p := core.MustParsePolicy("100/1m")
+		p := mustParse("100/1m")
 		return func(ctx context.Context, i int) error {
 			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i%700)})
 			return err
@@ -94,7 +94,7 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) error {
 	return func(c *redis.Client) func(context.Context, int) error {
 		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
-		q := core.Query{Policy: core.MustParsePolicy(policy), Key: "hot"}
+		q := core.Query{Policy: mustParse(policy), Key: "hot"}
 		return func(ctx context.Context, _ int) error {
 			_, err := s.Decide(ctx, q)
 			return err
@@ -104,4 +104,13 @@ func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) e
 
 func names() []string {
 	return []string{"hot100", "hot256", "bounded", "multi-exact", "multi-bounded", "fresh", "many", "rr-hot", "rr-fresh", "rr-many"}
+}
+
+// mustParse parses one of the cases' policies, which are all valid.
+func mustParse(text string) *core.Policy {
+	p, err := core.ParsePolicy(text)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }

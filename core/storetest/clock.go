@@ -1,17 +1,12 @@
-package core
+package storetest
 
 import (
 	"sync"
 	"time"
 )
 
-// A Clock tells the time, once per decision; tests pass a ManualClock.
-type Clock interface {
-	Now() time.Time
-}
-
-// ManualClock is a Clock that moves only when told, safe for concurrent use. Its zero
-// value reads as the zero time.
+// ManualClock is a clock that moves only when told, safe for concurrent use: pass its Now
+// to core.MemoryConfig.Now or redisstore.WithClock. Its zero value reads as the zero time.
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time
