@@ -28,12 +28,10 @@ func WithAllowList(prefixes ...string) Option {
 }
 
 // exempt reports whether the request's client is on the allow list.
-func (l *limiter) exempt(peer string, addr netip.Addr, r Request) bool {
-	if !addr.IsValid() {
-		var err error
-		if addr, err = netip.ParseAddr(hook.HostOf(peer)); err != nil {
-			return false // no address (a unix socket, a garbled peer): limited, never exempt
-		}
+func (l *limiter) exempt(peer string, r Request) bool {
+	addr, err := netip.ParseAddr(hook.HostOf(peer))
+	if err != nil {
+		return false // no address (a unix socket, a garbled peer): limited, never exempt
 	}
 	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		addr = l.forwardedClient(addr, r)

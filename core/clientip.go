@@ -14,12 +14,8 @@ const unknownClient = "unknown"
 // clientKey returns the key the client of a request counts against: its IP address, IPv6
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
-// framework's client IP; addr, when valid, is the peer already parsed, and peer is then
-// not read. Garbage yields a shared fallback key, never an empty one.
-func (l *limiter) clientKey(peer string, addr netip.Addr, r Request) string {
-	if addr.IsValid() {
-		return l.addrKey(addr, r)
-	}
+// framework's client IP. Garbage yields a shared fallback key, never an empty one.
+func (l *limiter) clientKey(peer string, r Request) string {
 	if len(l.cfg.trusted) == 0 {
 		if host, ok := canonicalIPv4Host(peer); ok {
 			return host // the common case, decided in one pass without parsing into netip
@@ -40,14 +36,6 @@ func (l *limiter) clientKey(peer string, addr netip.Addr, r Request) string {
 		// netip accepts only canonical dotted-quad IPv4, so host is already the key's
 		// text: no allocation on the common path.
 		return host
-	}
-	return l.formatAddr(addr)
-}
-
-// addrKey is clientKey of a parsed peer address.
-func (l *limiter) addrKey(addr netip.Addr, r Request) string {
-	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
-		addr = l.forwardedClient(addr, r)
 	}
 	return l.formatAddr(addr)
 }

@@ -204,21 +204,3 @@ func TestClientKeyCacheNeverMixesAddresses(t *testing.T) {
 		}
 	}
 }
-
-// An adapter that hands core the peer already parsed (Input.Addr) gets the key the same
-// address as text gets, with or without trusted proxies.
-func TestClientKeyOfParsedPeer(t *testing.T) {
-	proxied := req("X-Forwarded-For", "203.0.113.9, 198.51.100.8")
-	for _, opts := range [][]core.Option{nil, {core.WithIPv6Prefix(128)}, {core.WithTrustedProxies("10.0.0.0/8", "2001:db8:1::/48")}} {
-		l := limiter(t, opts...)
-		for _, peer := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::7", "2001:db8:1::9", "10.1.1.1", "fe80::1%eth0"} {
-			a := netip.MustParseAddr(peer)
-			for _, r := range []core.Request{nil, proxied} {
-				want := core.ClientKey(l, netip.AddrPortFrom(a, 80).String(), r)
-				if got := core.ClientKeyOfAddr(l, a, r); got != want {
-					t.Errorf("%v, %s (request %v): key %q, as text %q", opts, peer, r != nil, got, want)
-				}
-			}
-		}
-	}
-}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"net/netip"
 	"time"
 )
 
@@ -43,14 +42,7 @@ func SlotCount(m *MemoryStore) (total, most int) {
 
 // ClientKey returns the key the client of a request counts against under limit l, which
 // internal/adapter built.
-func ClientKey(l any, peer string, r Request) string {
-	return l.(*limiter).clientKey(peer, netip.Addr{}, r)
-}
-
-// ClientKeyOfAddr is ClientKey of a peer an adapter parsed (Input.Addr).
-func ClientKeyOfAddr(l any, addr netip.Addr, r Request) string {
-	return l.(*limiter).clientKey("", addr, r)
-}
+func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, r) }
 
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod

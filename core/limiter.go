@@ -196,7 +196,7 @@ func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v v
 // check decides in into *v, which is zero, and returns the key it decided for.
 func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) {
 	c := &l.cfg
-	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Addr, in.Request) {
+	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Request) {
 		v.Allowed, v.Skipped = true, true
 		return ""
 	}
@@ -318,7 +318,7 @@ const fallbackKeyPrefix = "\x00ip "
 // key function never turns limiting off.
 func (l *limiter) key(ctx context.Context, in input) string {
 	if l.cfg.key == nil || in.Request == nil {
-		return l.clientKey(in.Peer, in.Addr, in.Request)
+		return l.clientKey(in.Peer, in.Request)
 	}
 	k, err := l.cfg.key(in.Request)
 	if err == nil && k != "" {
@@ -327,7 +327,7 @@ func (l *limiter) key(ctx context.Context, in input) string {
 	if err != nil {
 		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err))
 	}
-	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Addr, in.Request)
+	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Request)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it

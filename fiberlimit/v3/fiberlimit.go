@@ -105,8 +105,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	// whole Config, and a handler nearly always serves one app, whose config is fixed.
 	var trust atomic.Pointer[proxyTrust]
 	return func(c fiber.Ctx) error {
-		in := adapter.Input{Route: route(c)}
-		in.Peer, in.Addr = clientIP(c, &trust)
+		in := adapter.Input{Route: route(c), Peer: clientIP(c, &trust)}
 		// Fiber's own context is one pointer, boxed without allocating: given the request,
 		// core reads its context only where it needs it, since c.Context() costs a lookup
 		// (and a store, on first use). An application's custom context is boxed, which
@@ -168,7 +167,7 @@ func route(c fiber.Ctx) string {
 
 // clientIP returns the request's client address as core reads it: the peer's, or the one
 // the app's trusted proxy forwarded.
-func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (string, netip.Addr) {
+func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
 	addr := c.RequestCtx().RemoteAddr()
 	t := cache.Load()
 	if app := c.App(); t == nil || t.app != app {
@@ -177,10 +176,10 @@ func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (string, netip.Add
 	}
 	if t.header != "" && t.trustsPeer(addr) {
 		if a, ok := t.forwarded(&c.Request().Header); ok {
-			return "", a
+			return adapter.PeerString(a)
 		}
 	}
-	return adapter.PeerAddr(addr)
+	return adapter.PeerIP(addr)
 }
 
 // proxyTrust is an app's TrustProxy configuration, decided the way c.IsProxyTrusted

@@ -5,12 +5,12 @@
 package hook
 
 import (
-	"net/netip"
 	"strings"
 	"time"
 )
 
-// Input is what an adapter knows of a request. R is core.Request.
+// Input is what an adapter knows of a request. R is core.Request. It is passed by value
+// through several calls on every request, in registers while it is this small.
 type Input[R any] struct {
 	// Route is the matched route pattern, "" when the adapter does not know it (no route
 	// matched, or the middleware runs before routing). All requests with an unknown route
@@ -19,9 +19,6 @@ type Input[R any] struct {
 	// Peer is the connection's peer address ("host:port"), or the framework's client IP
 	// when the application configured its framework's trusted proxies.
 	Peer string
-	// Addr, when valid, is the peer already parsed (frameworks on fasthttp hand it over as
-	// a net.Addr, or forwarded by a proxy they trust): then Peer is not read.
-	Addr netip.Addr
 	// Request gives key, skip and cost functions the request; it may be nil when the
 	// limit does not need it (NeedsRequest).
 	Request R
