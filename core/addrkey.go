@@ -14,13 +14,16 @@ var addrKeys hook.StringCache
 // addrKey returns the key of the unmapped, zoneless address a grouped in bits: the
 // address as netip prints it when bits covers it all, its prefix otherwise.
 func addrKey(a netip.Addr, bits int) string {
-	p, _ := a.Prefix(bits)
-	return addrKeys.Get(p, prefixKey)
+	if bits < a.BitLen() {
+		p, _ := a.Prefix(bits)
+		a = p.Addr()
+	}
+	return addrKeys.Get(a, bits, prefixKey)
 }
 
-func prefixKey(p netip.Prefix) string {
-	if p.Bits() == p.Addr().BitLen() {
-		return p.Addr().String()
+func prefixKey(a netip.Addr, bits int) string {
+	if bits == a.BitLen() {
+		return a.String()
 	}
-	return p.String()
+	return netip.PrefixFrom(a, bits).String()
 }

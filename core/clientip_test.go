@@ -195,6 +195,16 @@ func TestClientKeyCacheNeverMixesAddresses(t *testing.T) {
 			}
 		}
 	}
+	// IPv4 0.0.0.0 and IPv6 ::/32 have the same bits and the same length: the cache must
+	// keep them apart.
+	l32 := limiter(t, core.WithIPv6Prefix(32))
+	for range 3 {
+		for peer, want := range map[string]string{"[::ffff:0.0.0.0]:80": "0.0.0.0", "[::1]:80": "::/32"} {
+			if got := core.ClientKey(l32, peer, nil); got != want {
+				t.Fatalf("%s keyed %q, want %q", peer, got, want)
+			}
+		}
+	}
 	l := limiter(t, core.WithTrustedProxies("10.0.0.0/8"))
 	for i := range 3000 {
 		a := netip.AddrFrom4([4]byte{192, 0, byte(i >> 8), byte(i)})

@@ -35,11 +35,11 @@ func IPString(ip net.IP) string {
 
 // PeerString returns a as an Input.Peer, "host:0", from the cache when it can.
 func PeerString(a netip.Addr) string {
-	a = a.Unmap()
-	return peers.Get(netip.PrefixFrom(a, a.BitLen()), peerText)
+	a = a.Unmap().WithZone("")
+	return peers.Get(a, a.BitLen(), peerText)
 }
 
-func peerText(p netip.Prefix) string { return netip.AddrPortFrom(p.Addr(), 0).String() }
+func peerText(a netip.Addr, _ int) string { return netip.AddrPortFrom(a, 0).String() }
 
 // PeerIP returns a connection's peer as Input.Peer: a TCP peer (nearly all, and what
 // frameworks on fasthttp hand over) through IPString; other kinds (unix sockets, test
