@@ -11,6 +11,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/echolimit"
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 var ad = adapter{adaptertest.Constructors[echo.MiddlewareFunc]{LimitFunc: echolimit.Limit, NewFunc: echolimit.New}}
@@ -27,7 +28,7 @@ func floor() func() int {
 	e := echo.New()
 	e.GET("/user/:id", ok, func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			f.Admit(c.Request().RemoteAddr)
+			f.Admit(hook.HostOf(c.Request().RemoteAddr))
 			adaptertest.SetFloorFields(c.Response().Header())
 			return next(c)
 		}

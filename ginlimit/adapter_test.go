@@ -10,6 +10,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/ginlimit"
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 func init() { gin.SetMode(gin.TestMode) }
@@ -27,7 +28,7 @@ func floor() func() int {
 	f := adaptertest.NewFloor[string]()
 	r := gin.New()
 	r.GET("/user/:id", func(c *gin.Context) {
-		f.Admit(c.Request.RemoteAddr)
+		f.Admit(hook.HostOf(c.Request.RemoteAddr))
 		adaptertest.SetFloorFields(c.Writer.Header())
 	}, ok)
 	return adaptertest.SendHTTP(r)

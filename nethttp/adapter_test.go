@@ -9,6 +9,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adaptertest"
+	"github.com/reqlimit/reqlimit/internal/hook"
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
@@ -26,7 +27,7 @@ func floor() func() int {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	mux := http.NewServeMux()
 	mux.Handle(pattern("/user/:id"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.Admit(r.RemoteAddr)
+		f.Admit(hook.HostOf(r.RemoteAddr))
 		adaptertest.SetFloorFields(w.Header())
 		ok.ServeHTTP(w, r)
 	}))

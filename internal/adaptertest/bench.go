@@ -66,26 +66,39 @@ func (c *benchClock) Now() time.Time {
 
 // A Floor is the least work any strict per-client limiter does for an admitted request,
 // without reqlimit: find the client's state by its address, read the monotonic clock and
-// update the state under a lock. Adapters' benchmarks put it on the bare route, with the
+// update the state (a count and a time) under a lock. Adapters' benchmarks put it on the bare route, with the
 // two standard fields set as already formatted values, as "floor": what no limiter can
 // cost less than on that framework, the measure of how much of a limit's cost is its own.
-// K is the address as the framework gives it: net/http's RemoteAddr text, the IP of
-// fasthttp's net.Addr.
+// K is the client's address as the framework gives it, without the port (which changes
+// with every connection): the host of net/http's RemoteAddr, the IP of fasthttp's
+// net.Addr.
 type Floor[K comparable] struct {
-	mu    sync.Mutex
-	start time.Time
-	last  map[K]time.Duration
+	mu      sync.Mutex
+	start   time.Time
+	clients map[K]*floorState
+}
+
+type floorState struct {
+	n    int
+	last time.Duration
 }
 
 // NewFloor returns a Floor with no client seen.
 func NewFloor[K comparable]() *Floor[K] {
-	return &Floor[K]{start: time.Now(), last: map[K]time.Duration{}}
+	return &Floor[K]{start: time.Now(), clients: map[K]*floorState{}}
 }
 
 // Admit records a request of the client at peer.
 func (f *Floor[K]) Admit(peer K) {
+	now := time.Since(f.start)
 	f.mu.Lock()
-	f.last[peer] = time.Since(f.start)
+	s := f.clients[peer]
+	if s == nil {
+		s = new(floorState)
+		f.clients[peer] = s
+	}
+	s.n++
+	s.last = now
 	f.mu.Unlock()
 }
 
