@@ -62,8 +62,8 @@ func WithRate(count int, period time.Duration) Option {
 	}
 }
 
-// A KeyFunc names the client a request counts against. "" or an error falls back to the
-// client's IP, so a missing credential never turns limiting off.
+// A KeyFunc names the client a request counts against. "" or an error (which goes to the
+// error hook) falls back to the client's IP: a missing credential never turns limiting off.
 type KeyFunc func(Request) (string, error)
 
 // WithKey counts per key(r) instead of per client IP, still per route.
