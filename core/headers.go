@@ -46,8 +46,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		if l.cfg.pkSecret != nil {
 			l.setPartitioned(h, d, key)
 		} else if m, ok := h.(hook.HeaderMap); ok && (len(m) == 0 || len(m[hook.HeaderRateLimitPolicy]) == 0) {
-			// (An empty map, the usual response at this point, needs no lookup to know that
-			// no other limit set its fields.)
+			// No other limit set the fields (an empty map, the usual case, needs no lookup).
 			// Shared, immutable one-element slices: no allocation per response when the
 			// value is cached, one when it is not (a map keeps what it is given).
 			field := l.fields.lookup(l, d)

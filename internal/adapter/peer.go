@@ -23,16 +23,6 @@ var HostOf = hook.HostOf
 // every connection.
 var peers hook.StringCache
 
-// IPString is PeerString of ip, or "" (an unknown peer, which core keys to one shared
-// bucket) when ip is not an address.
-func IPString(ip net.IP) string {
-	a, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return ""
-	}
-	return PeerString(a)
-}
-
 // PeerString returns a as an Input.Peer, "host:0", from the cache when it can.
 func PeerString(a netip.Addr) string {
 	a = a.Unmap().WithZone("")
@@ -42,12 +32,16 @@ func PeerString(a netip.Addr) string {
 func peerText(a netip.Addr, _ int) string { return netip.AddrPortFrom(a, 0).String() }
 
 // PeerIP returns a connection's peer as Input.Peer: a TCP peer (nearly all, and what
-// frameworks on fasthttp hand over) through IPString; other kinds (unix sockets, test
-// pipes) as their String says; none as "", an unknown peer.
+// frameworks on fasthttp hand over) through PeerString; other kinds (unix sockets, test
+// pipes) as their String says; none, or an IP that is not an address, as "", an unknown
+// peer, which core keys to one shared bucket.
 func PeerIP(a net.Addr) string {
 	switch a := a.(type) {
 	case *net.TCPAddr:
-		return IPString(a.IP)
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			return PeerString(ip)
+		}
+		return ""
 	case nil:
 		return ""
 	}
