@@ -4,20 +4,22 @@ import (
 	"math/bits"
 	"time"
 	"unsafe"
+
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // The memory store keeps a policy of one exact rate N per T, the common case, in a compact
 // log: grant times in units of u nanoseconds, each a uint16 offset from a base the key
-// keeps, so a grant costs 2 bytes rather than 8. u is the smallest of 1, 2 and 5 times a
-// power of ten nanoseconds that puts at most compactSpan units in T: whole seconds and
+// keeps, so a grant costs 2 bytes rather than 8. u is bounds.Unit(T): whole seconds and
 // milliseconds stay whole, so times a clock gives in round figures are not rounded at all.
+// The Redis store keeps a policy of one exact rate in the same units and rounds alike.
 //
 // Rounding keeps the limit strict: a grant is recorded at its time rounded up to a unit (no
 // earlier than it happened), a decision judges its time rounded down (no later than it is),
 // and T counts as whole units rounded up. So a grant recorded at unit g leaves the window
 // once floor(now/u) >= g + Tu, when g*u + T <= now: never sooner than the exact log says.
 // The price is lateness: a slot is granted again up to 2u after the exact log would, u being
-// at most 2.5 T / compactSpan.
+// at most 2.5 T / bounds.CompactSpan.
 //
 // State layout, in the int64 slots the store gives a key (compactLen of them):
 //
@@ -27,22 +29,9 @@ import (
 // A recorded grant shifts the log left by its cost rather than writing into a ring: that
 // keeps the write index out of the state, and for N=100 the key's whole entry in one
 // 224-byte allocation.
-const compactSpan = 1 << 15
 
 // compactLen returns the int64 slots a compact log of n grants takes.
 func compactLen(n int) int { return 1 + (n+3)/4 }
-
-// unitOf returns the unit of the compact log of a rate of period T.
-func unitOf(T time.Duration) int64 {
-	least := (int64(T) + compactSpan - 1) / compactSpan
-	for u := int64(1); ; u *= 10 {
-		for _, m := range [...]int64{1, 2, 5} {
-			if m*u >= least {
-				return m * u
-			}
-		}
-	}
-}
 
 // A unitClock turns nanoseconds into units, by multiplication: a division per decision
 // would cost a fair share of one.
@@ -53,7 +42,7 @@ type unitClock struct {
 }
 
 func newUnitClock(T time.Duration) unitClock {
-	u := unitOf(T)
+	u := bounds.Unit(int64(T))
 	c := unitClock{u: u, span: (int64(T) + u - 1) / u}
 	if u > 1 {
 		c.magic = ^uint64(0) / uint64(u) // floor((2^64-1)/u): a product falls at most one short, which floor corrects

@@ -9,13 +9,32 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// The engine's view for tests that hold another store to it state for state.
+// The engine's view for tests that hold another store to it decision for decision: with
+// compact, a policy of one exact rate is decided on the memory store's compact log
+// (compact.go), as the Redis store's WithCompact decides it. Grants are in nanoseconds.
 func init() {
-	hook.NewState = func(p any) []int64 { return p.(*Policy).newState() }
-	hook.DecideState = func(p any, s []int64, now int64, cost int, mode uint8) (any, error) {
+	hook.NewState = func(p any, compact bool) []int64 {
+		if p := p.(*Policy); compact && p.single {
+			return make([]int64, compactLen(p.rates[0].Count))
+		}
+		return p.(*Policy).newState()
+	}
+	hook.DecideState = func(p any, compact bool, s []int64, now int64, cost int, mode uint8) (any, error) {
+		if p := p.(*Policy); compact && p.single {
+			var d Decision
+			err := p.applyCompact(&d, s, now, cost, Mode(mode))
+			d.Grant *= p.units.u
+			return d, err
+		}
 		return p.(*Policy).decideState(s, now, cost, Mode(mode))
 	}
-	hook.ReleaseState = func(p any, s []int64, grant int64, cost int) { p.(*Policy).release(s, grant, cost) }
+	hook.ReleaseState = func(p any, compact bool, s []int64, grant int64, cost int) {
+		if p := p.(*Policy); compact && p.single {
+			p.releaseCompact(s, grant/p.units.u, cost)
+			return
+		}
+		p.(*Policy).release(s, grant, cost)
+	}
 }
 
 // The engine works on a key's state: a []int64 of p.stateLen slots, laid out as

@@ -39,21 +39,25 @@ func TestCrossProcessStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for attempt := 1; ; attempt++ {
-		why := crossProcessRun(t, exe)
-		if why == "" {
-			return
-		}
-		if attempt == 3 {
-			t.Fatalf("in each of %d runs the machine was too slow for the check: %s", attempt, why)
-		}
-		t.Logf("%s; again", why)
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
+			for attempt := 1; ; attempt++ {
+				why := crossProcessRun(t, exe, compact)
+				if why == "" {
+					return
+				}
+				if attempt == 3 {
+					t.Fatalf("in each of %d runs the machine was too slow for the check: %s", attempt, why)
+				}
+				t.Logf("%s; again", why)
+			}
+		})
 	}
 }
 
-// crossProcessRun makes one run of TestCrossProcessStrict, failing t on a violation. It
-// returns why the run showed too little to check, or "".
-func crossProcessRun(t *testing.T, exe string) string {
+// crossProcessRun makes one run of TestCrossProcessStrict, its stores compact or not,
+// failing t on a violation. It returns why the run showed too little to check, or "".
+func crossProcessRun(t *testing.T, exe string, compact bool) string {
 	prefix := freshPrefix(t)
 	var mu sync.Mutex
 	var grants, refusals []storetest.Call
@@ -63,7 +67,7 @@ func crossProcessRun(t *testing.T, exe string) string {
 	ready := make(chan bool, crossProcs)
 	for i := range crossProcs {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+standalone.Addr()+","+prefix)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%v", childEnv, standalone.Addr(), prefix, compact))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +128,7 @@ func crossProcessRun(t *testing.T, exe string) string {
 	if worst > crossN {
 		t.Fatalf("%d grants inside one %v interval across processes, limit %d", worst, crossPer, crossN)
 	}
-	// The server reads its clock in whole microseconds.
+	// The server reads its clock in whole microseconds; compact units are 10 µs here.
 	if bad := storetest.RefusedWithRoom(grants, refusals, crossN, crossPer+time.Millisecond); len(bad) > 0 {
 		t.Fatalf("%d of %d refusals (a sample) came while fewer than %d grants could have been in the %v before them; the first: %v", len(bad), len(refusals), crossN, crossPer, bad[0])
 	}
@@ -144,13 +148,13 @@ func crossProcessRun(t *testing.T, exe string) string {
 // with "R" for a sample of its refusals.
 func childMain() int {
 	parts := strings.Split(os.Getenv(childEnv), ",")
-	if len(parts) != 2 {
+	if len(parts) != 3 {
 		fmt.Fprintln(os.Stderr, "child: bad", childEnv)
 		return 2
 	}
 	c := redis.NewClient(&redis.Options{Addr: parts[0]})
 	defer c.Close()
-	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]), redisstore.WithCompact(parts[2] == "true"))
 	q := core.Query{Policy: mustPolicy(core.Rate{Count: crossN, Period: crossPer}), Key: "shared"}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {

@@ -35,6 +35,9 @@ local HDR = 10 + nb * BLK -- the entry in ring slot i starts at byte HDR + 7i
 local last = 0
 
 --#define HEAD '<I2i8'
+--#define ES 7
+--#define ENTRY(i) unpack('<i7', s, HDR + 1 + ($i) * 7)
+--#define PACK_ENTRY(t) pack('<i7', $t)
 --#define HEAD_FIELDS last
 --#include ring_read
 local fresh = s == ''

@@ -26,6 +26,10 @@ local L, HDR = N, 11
 local E, b = 0, 0
 --#define HEAD '<I2i7I2'
 --#define HEAD_FIELDS E, b
+--#define ES 7
+--#define ENTRY(i) unpack('<i7', s, HDR + 1 + ($i) * 7)
+--#define PACK_ENTRY(t) pack('<i7', $t)
+--#define KEYNOW now
 --#include ring_read
 
 -- A new (or unreadable) key, the common case when keys are many, takes a short path: the

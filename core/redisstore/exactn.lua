@@ -27,6 +27,10 @@ local HDR = 9 + 2 * nr -- the entry in ring slot i starts at byte HDR + 7i
 local E = 0
 
 --#define HEAD '<I2i7'
+--#define ES 7
+--#define ENTRY(i) unpack('<i7', s, HDR + 1 + ($i) * 7)
+--#define PACK_ENTRY(t) pack('<i7', $t)
+--#define KEYNOW now
 --#define HEAD_FIELDS E
 --#include ring_read
 --#include ring_clamp

@@ -8,9 +8,10 @@
 -- This file is a template: each include line is replaced by its fragment (fragments/).
 --
 -- KEYS[1]  the key's state, in the layout of the script that decides the policy: exact1.lua
---            (kind 1), exactn.lua (2), bounded1.lua (3), boundedn.lua (4), decide.lua (5).
+--            (kind 1), exactn.lua (2), bounded1.lua (3), boundedn.lua (4), decide.lua (5),
+--            compact1.lua (6).
 -- ARGV[1]  packed little-endian i8: kind, the grant's time (microseconds, as the decision
---          replied), its cost, L (the ring's length; 0 without one), the number of rates,
+--          replied; for kind 6 in the key's units, the reply divided by the unit), its cost, L (the ring's length; 0 without one), the number of rates,
 --          the number of bounded rates, then each bounded rate's granule (microseconds).
 -- Returns  the units given back, then zeros (the decision scripts' reply shape).
 --#include prelude
@@ -22,11 +23,14 @@ local NB = 101
 local s = call('GET', key)
 if not s then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 
--- Where each bounded rate's [lo][sum][newest] and its first count are (bytes, from 1), and
--- the ring's header size.
-local HDR, BLK, heads, counts = 0, (3 + NB) * 8, 0, 0
+-- Where each bounded rate's [lo][sum][newest] and its first count are (bytes, from 1), the
+-- ring's header size and the size of its entries: i7 microseconds, or for kind 6 a uint16
+-- offset from the header's unit O.
+local HDR, ES, O, BLK, heads, counts = 0, 7, 0, (3 + NB) * 8, 0, 0
 if kind == 1 then
   HDR = 11
+elseif kind == 6 then
+  HDR, ES = 18, 2
 elseif kind == 2 then
   HDR = 9 + 2 * nr
 elseif kind == 3 then
@@ -42,9 +46,10 @@ if kind == 3 and #s ~= 39 + NB * 8 then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 if kind == 4 and #s ~= 15 + 24 * nb + nb * NB * 8 then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 if L > 0 then
   local len = #s
-  if len < HDR or (len - HDR) % 7 ~= 0 or len > HDR + 7 * L then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
-  n = (len - HDR) / 7
+  if len < HDR or (len - HDR) % ES ~= 0 or len > HDR + ES * L then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
+  n = (len - HDR) / ES
   w = unpack('<I2', s)
+  if kind == 6 then O = unpack('<i7', s, 12) end
   if not ((n < L and w == n) or (n == L and w < L)) then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 end
 
@@ -74,22 +79,29 @@ end
 
 -- The ring: find the grant's entries, the most recent ones at its time, and rewrite the
 -- ring oldest first without them.
+local function entry(x) -- the x-th most recent
+  local at = HDR + 1 + ((w - x) % L) * ES
+  if kind == 6 then return O + unpack('<I2', s, at) end
+  return unpack('<i7', s, at)
+end
 if L > 0 then
   local k = 1
-  while k <= n and unpack('<i7', s, HDR + 1 + ((w - k) % L) * 7) > now do k = k + 1 end
+  while k <= n and entry(k) > now do k = k + 1 end
   local r = 0
-  while r < cost and k + r <= n and unpack('<i7', s, HDR + 1 + ((w - k - r) % L) * 7) == now do r = r + 1 end
+  while r < cost and k + r <= n and entry(k + r) == now do r = r + 1 end
   if r > 0 then
     local ring = ''
     for x = n, 1, -1 do
       if x < k or x >= k + r then
-        local at = HDR + 1 + ((w - x) % L) * 7
-        ring = ring .. sub(s, at, at + 6)
+        local at = HDR + 1 + ((w - x) % L) * ES
+        ring = ring .. sub(s, at, at + ES - 1)
       end
     end
     local head = pack('<I2', n - r)
     if kind == 1 then
       head = head .. sub(s, 3, 9) .. pack('<I2', 0)
+    elseif kind == 6 then
+      head = head .. sub(s, 3, 9) .. pack('<I2', 0) .. sub(s, 12, 18)
     elseif kind == 2 then
       head = head .. sub(s, 3, 9) .. rep('\0\0', nr)
     else

@@ -32,6 +32,7 @@ var luaFiles embed.FS
 // The script sources, as sent to Redis.
 var (
 	exact1Src   = mustAssemble("exact1.lua")
+	compact1Src = mustAssemble("compact1.lua")
 	exactNSrc   = mustAssemble("exactn.lua")
 	bounded1Src = mustAssemble("bounded1.lua")
 	boundedNSrc = mustAssemble("boundedn.lua")

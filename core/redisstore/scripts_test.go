@@ -78,7 +78,7 @@ func TestRulesStatedOnce(t *testing.T) {
 		"if add > cost then add = cost end",    // a bucket's cap
 		"(newest + 1) * g + T - now",           // a bounded rate's reset and wait
 		"tighter",                              // the tightest rate
-		"E < now + ttl * 1000",                 // an exact key's expiry renewal
+		"E < $KEYNOW + ttl * 1000",             // an exact key's expiry renewal
 		"E < keep",                             // a bounded key's expiry renewal
 		"math.ceil((E - tnow) / 1000) + 1",     // an expiry counted from TIME
 	}

@@ -109,7 +109,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 				states := map[string][]int64{}
 				touched := map[string]bool{}
 				for _, k := range keys {
-					states[k] = redisstore.EngineState(p)
+					states[k] = redisstore.EngineState(p, false)
 				}
 				burst := false
 				for step := range steps {
@@ -170,13 +170,13 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						if err := c.Set(context.Background(), store.Key(p, "", key), v, 0).Err(); err != nil {
 							t.Fatal(err)
 						}
-						states[key] = redisstore.EngineState(p)
+						states[key] = redisstore.EngineState(p, false)
 						touched[key] = false
 						if noFreshPeek && mode == core.Peek {
 							mode = core.Enforce
 						}
 					}
-					want, err := redisstore.EngineDecide(p, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
+					want, err := redisstore.EngineDecide(p, false, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
 					if err != nil {
 						t.Fatal(err)
 					}

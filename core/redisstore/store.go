@@ -36,12 +36,13 @@ const DefaultTimeout = 100 * time.Millisecond
 
 // The scripts are shared by every Store: assembled once from their templates and
 // fragments (see scripts.go), their SHA-1s computed once, in Go.
-// exact1Script serves the policies of one exact rate, exactNScript those of several exact
-// rates, bounded1Script those of one bounded rate, boundedNScript those of several bounded
-// rates, decideScript those that mix the two.
+// exact1Script serves the policies of one exact rate (compact1Script under WithCompact),
+// exactNScript those of several exact rates, bounded1Script those of one bounded rate,
+// boundedNScript those of several bounded rates, decideScript those that mix the two.
 var (
 	decideScript   = redis.NewScript(decideSrc)
 	exact1Script   = redis.NewScript(exact1Src)
+	compact1Script = redis.NewScript(compact1Src)
 	bounded1Script = redis.NewScript(bounded1Src)
 	exactNScript   = redis.NewScript(exactNSrc)
 	boundedNScript = redis.NewScript(boundedNSrc)
@@ -57,6 +58,7 @@ type Store struct {
 	timeout time.Duration
 	clock   func() time.Time
 	deny    *denyCache
+	compact bool
 	// guard sends from a goroutine so that the deadline holds even when the client
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
 	guard   bool
@@ -118,6 +120,14 @@ func WithDenyCache(on bool) Option {
 	}
 }
 
+// WithCompact keeps a policy of one exact rate N per T (N up to 256, the common case) in
+// 2 bytes a grant rather than 7, as core.MemoryConfig.Compact does in memory and with the
+// same answers: times are in units of at most T/13107, rounded so that the limit stays
+// strict, and a freed slot is granted again, and waits are reported, up to two units later
+// than the exact log's. Its keys are apart from those of a store without it, so processes
+// that share a limit must agree on it. Other policies are kept as without it.
+func WithCompact(on bool) Option { return func(s *Store) { s.compact = on } }
+
 // WithClock makes the script take its time from now, not from the Redis server. It is
 // FOR TESTS AND SIMULATIONS ONLY: several processes with their own clocks would disagree
 // about windows, which is why the default reads the server's TIME. Keys written under a
@@ -167,7 +177,7 @@ func honorsContext(c redis.UniversalClient) bool {
 // SHA-256 of the length-prefixed layout generation, policy text, scope and key, the same
 // in every process.
 func (s *Store) Key(p *core.Policy, scope, key string) string {
-	h := hashOf(p, scope, key)
+	h := hashOf(s.plan(p).layout, p, scope, key)
 	return s.keyName(h)
 }
 
@@ -185,7 +195,7 @@ func (s *Store) keyName(h [16]byte) string {
 
 // hashOf names a bucket. Length prefixes keep ("/a", "b") and ("/ab", "") apart; SHA-256
 // rather than a seeded hash because every process must derive the same key.
-func hashOf(p *core.Policy, scope, key string) [16]byte {
+func hashOf(layout string, p *core.Policy, scope, key string) [16]byte {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	for _, f := range [...]string{layout, p.String(), scope, key} {
@@ -201,8 +211,11 @@ func hashOf(p *core.Policy, scope, key string) [16]byte {
 // release that changes a layout changes it, so that its scripts never misread a value an
 // older release wrote (a misread ring could admit a request too many). During a rolling
 // upgrade across such a change, old and new processes then count in separate buckets
-// until the old ones are gone; see docs/redis.md.
-const layout = "reqlimit-layout-4"
+// until the old ones are gone; see docs/redis.md. compactLayout is compact1.lua's.
+const (
+	layout        = "reqlimit-layout-4"
+	compactLayout = "reqlimit-compact-1"
+)
 
 var errNilPolicy = errors.New("redisstore: query has no policy")
 
@@ -220,7 +233,7 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 			return core.Decision{}, fmt.Errorf("redisstore: cost %d, rate %v: %w", cost, r, core.ErrCostTooHigh)
 		}
 	}
-	h := hashOf(p, q.Scope, q.Key)
+	h := hashOf(pl.layout, p, q.Scope, q.Key)
 	useDeny := s.deny != nil && q.Mode != core.Penalty
 	start := s.now()
 	if useDeny {
@@ -259,7 +272,7 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if q.Policy == nil {
 		return errNilPolicy
 	}
-	h := hashOf(q.Policy, q.Scope, q.Key)
+	h := hashOf(s.plan(q.Policy).layout, q.Policy, q.Scope, q.Key)
 	key := s.keyName(h)
 	if s.deny != nil {
 		s.deny.drop(h)
@@ -283,12 +296,13 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if p == nil {
 		return errNilPolicy
 	}
-	h := hashOf(p, q.Scope, q.Key)
+	pl := s.plan(p)
+	h := hashOf(pl.layout, p, q.Scope, q.Key)
 	key := s.keyName(h)
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(s.plan(p), grant, max(q.Cost, 1))}); err != nil {
+	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
@@ -311,6 +325,9 @@ func releaseArgs(pl *plan, grant int64, cost int) []byte {
 		kind = 3
 	case boundedNScript:
 		kind = 4
+	case compact1Script:
+		kind = 6
+		grant /= pl.unit // the start of the unit the script recorded, as it replied
 	default:
 		kind = 5
 	}
@@ -413,12 +430,15 @@ type plan struct {
 	// period rounded up.
 	expire int64
 	// tail: for decide.lua L, bounds.Buckets, the number of rates, then count, period,
-	// granule of each; for exact1.lua the count and the period; for exactn.lua L, the
+	// granule of each; for exact1.lua the count and the period; for compact1.lua the
+	// count, the period in units rounded up and the unit; for exactn.lua L, the
 	// number of rates, then count and period of each; for bounded1.lua the count, the
 	// period and the granule; for boundedn.lua the number of rates, then those three of
 	// each.
 	tail   []byte
 	format string // decide.lua's struct format of all the arguments; empty for the lean scripts
+	layout string // the generation of the value's layout, part of every key's name
+	unit   int64  // compact1.lua's: the microseconds its grant times count in
 }
 
 // maxPlans bounds the per-policy cache; an application with more policies than this
@@ -431,7 +451,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 		return v.(*plan)
 	}
 	rates := p.Rates()
-	pl := newPlan(rates)
+	pl := newPlan(rates, s.compact)
 	pl.rates = rates
 	if s.nplans.Add(1) <= maxPlans {
 		s.plans.Store(p, pl)
@@ -439,10 +459,30 @@ func (s *Store) plan(p *core.Policy) *plan {
 	return pl
 }
 
-// newPlan builds the plan of a policy of rates. Periods go in whole microseconds, rounded
-// up: the server clock counts microseconds, and a longer window can only be stricter.
-func newPlan(rates []core.Rate) *plan {
+// newPlan builds the plan of a policy of rates, compact under WithCompact. Periods go in
+// whole microseconds, rounded up: the server clock counts microseconds, and a longer
+// window can only be stricter.
+func newPlan(rates []core.Rate, compact bool) *plan {
+	pl := planOf(rates, compact)
+	if pl.layout == "" {
+		pl.layout = layout
+	}
+	return pl
+}
+
+func planOf(rates []core.Rate, compact bool) *plan {
 	n := len(rates)
+	if r := rates[0]; n == 1 && exact(r) && compact {
+		// One exact rate, compact: times in units of bounds.Unit(T) microseconds, the
+		// expiry as exact1.lua's.
+		us := micros(r.Period)
+		u := bounds.Unit(us)
+		pl := &plan{script: compact1Script, expire: max(1, (us+999)/1000), layout: compactLayout, unit: u}
+		for _, x := range []int64{int64(r.Count), (us + u - 1) / u, u} {
+			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
+		}
+		return pl
+	}
 	if r := rates[0]; n == 1 && exact(r) {
 		// One exact rate: the lean script. Its expiry after a grant is FullReset, which is
 		// then the period (the newest grant is now), in milliseconds rounded up.

@@ -19,3 +19,23 @@ const LargestCount = 10_000_000_000_000
 // ShortestPeriod is the shortest period a limit accepts without core.WithShortPeriods: a
 // shorter one is nearly always a missing unit (Limit(3, 60) is 3 per 60 nanoseconds).
 const ShortestPeriod = time.Millisecond
+
+// CompactSpan is the most units a compact log puts in one period: grant times are 16-bit
+// offsets from a base, and twice the period must fit before the base has to move.
+const CompactSpan = 1 << 15
+
+// Unit returns the unit a compact log keeps grant times in for a period, both in the same
+// unit of time (nanoseconds in memory, microseconds in Redis): the smallest of 1, 2 and 5
+// times a power of ten that puts at most CompactSpan units in the period. Whole seconds
+// and milliseconds stay whole, so times a clock gives in round figures are not rounded,
+// and a period of whole microseconds gets the same unit in either.
+func Unit(period int64) int64 {
+	least := (period + CompactSpan - 1) / CompactSpan
+	for u := int64(1); ; u *= 10 {
+		for _, m := range [...]int64{1, 2, 5} {
+			if m*u >= least {
+				return m * u
+			}
+		}
+	}
+}

@@ -99,12 +99,12 @@ var (
 )
 
 // Set by package core when it is initialized, for tests that hold another store to the
-// engine state for state (the Redis scripts): policy is a *core.Policy, the decision a
+// engine decision for decision (the Redis scripts): policy is a *core.Policy, the decision a
 // core.Decision, mode a core.Mode.
 var (
-	NewState     func(policy any) []int64
-	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
-	ReleaseState func(policy any, state []int64, grant int64, cost int)
+	NewState     func(policy any, compact bool) []int64
+	DecideState  func(policy any, compact bool, state []int64, now int64, cost int, mode uint8) (decision any, err error)
+	ReleaseState func(policy any, compact bool, state []int64, grant int64, cost int)
 )
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or

@@ -7,8 +7,8 @@
 -- the server's clock has stepped back behind the key, plus 1 ms against rounding and the
 -- few microseconds between the script's start and TIME.
 local renew, ms = false, 0
-if recorded and ttl > 0 and E < now + ttl * 1000 then
+if recorded and ttl > 0 and E < $KEYNOW + ttl * 1000 then
   renew = true
-  E = now + 2 * ttl * 1000
+  E = $KEYNOW + 2 * ttl * 1000
   ms = math.ceil((E - tnow) / 1000) + 1
 end

@@ -9,7 +9,7 @@ local hi, step = n, 1 -- entries older than lo are out; entries from hi on are i
 while true do
   local k = lo + step - 1
   if k >= hi then break end
-  if unpack('<i7', s, HDR + 1 + ((base + k) % L) * 7) <= cutoff then
+  if $ENTRY((base + k) % L) <= cutoff then
     lo, step = k + 1, step * 2
   else
     hi = k
@@ -19,7 +19,7 @@ end
 while lo < hi do
   local k = (lo + hi) / 2
   k = k - k % 1 -- floor, without a call
-  if unpack('<i7', s, HDR + 1 + ((base + k) % L) * 7) <= cutoff then lo = k + 1 else hi = k end
+  if $ENTRY((base + k) % L) <= cutoff then lo = k + 1 else hi = k end
 end
 local out = lo - ov
 if out < 0 then out = 0 end
@@ -33,12 +33,12 @@ if used > 0 then
   if m > 0 then
     whole = T -- the newest entry is now
   else
-    whole = unpack('<i7', s, HDR + 1 + ((w - 1) % L) * 7) + T - now
+    whole = $ENTRY((w - 1) % L) + T - now
   end
   if used <= m then
     reset = T
   else
-    reset = unpack('<i7', s, HDR + 1 + ((w - (used - m)) % L) * 7) + T - now
+    reset = $ENTRY((w - (used - m)) % L) + T - now
   end
 end
 if not allowed then
@@ -49,7 +49,7 @@ if not allowed then
   if k <= m then
     retry = T
   elseif k - m <= n - ov then
-    retry = unpack('<i7', s, HDR + 1 + ((w - (k - m)) % L) * 7) + T - now
+    retry = $ENTRY((w - (k - m)) % L) + T - now
     if retry < 0 then retry = 0 end
   end
   if retry > wait then wait = retry end

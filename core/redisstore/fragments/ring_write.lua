@@ -4,16 +4,16 @@
 -- is full, the changed bytes with SETRANGE: building a long string in Lua and handing it to
 -- SET costs more than the extra call. renew and ms say whether and how to set the expiry.
 if recorded then
-  local p = pack('<i7', now)
+  local p = $PACK_ENTRY(now)
   local w0 = w
   if n == L then
     call('SETRANGE', key, '0', $RING_HEADER)
     if renew then call('PEXPIRE', key, ms) end
     local first = L - w0
     if cost <= first then
-      call('SETRANGE', key, HDR + w0 * 7, rep(p, cost))
+      call('SETRANGE', key, HDR + w0 * $ES, rep(p, cost))
     else
-      call('SETRANGE', key, HDR + w0 * 7, rep(p, first))
+      call('SETRANGE', key, HDR + w0 * $ES, rep(p, first))
       call('SETRANGE', key, HDR, rep(p, cost - first))
     end
   else
@@ -21,10 +21,10 @@ if recorded then
     if n == 0 then
       ring = rep(p, cost)
     elseif cost <= first then
-      ring = sub(s, HDR + 1, HDR + w0 * 7) .. rep(p, cost)
+      ring = sub(s, HDR + 1, HDR + w0 * $ES) .. rep(p, cost)
     else -- the grant wraps round: the ring is full afterwards
       local second = cost - first
-      ring = rep(p, second) .. sub(s, HDR + 1 + second * 7, HDR + w0 * 7) .. rep(p, first)
+      ring = rep(p, second) .. sub(s, HDR + 1 + second * $ES, HDR + w0 * $ES) .. rep(p, first)
     end
     local v = $RING_HEADER .. ring
     if renew then

@@ -51,23 +51,14 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	// Several rates per route, hot (exactn.lua, boundedn.lua): two exact, two bounded.
 	"multi-exact":   reqlimitHot("100/10ms,200/50ms"),
 	"multi-bounded": reqlimitHot("1000/100ms,5000/1s"),
-	"fresh": func(c *redis.Client) func(context.Context, int) error {
-		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
-		p := mustParse("100/1m")
-		return func(ctx context.Context, i int) error {
-			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i)})
-			return err
-		}
-	},
+	"fresh":         reqlimitKeys("100/1m", 0),
 	// many: 700 keys in turn, each decided about three times in 2,000 (a young ring).
-	"many": func(c *redis.Client) func(context.Context, int) error {
-		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
-		p := mustParse("100/1m")
-		return func(ctx context.Context, i int) error {
-			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i%700)})
-			return err
-		}
-	},
+	"many": reqlimitKeys("100/1m", 700),
+	// The same one-rate cases with WithCompact (compact1.lua).
+	"hot100-compact": reqlimitHot("100/10ms", redisstore.WithCompact(true)),
+	"hot256-compact": reqlimitHot("256/10ms", redisstore.WithCompact(true)),
+	"fresh-compact":  reqlimitKeys("100/1m", 0, redisstore.WithCompact(true)),
+	"many-compact":   reqlimitKeys("100/1m", 700, redisstore.WithCompact(true)),
 	"rr-many": func(c *redis.Client) func(context.Context, int) error {
 		l := redis_rate.NewLimiter(c)
 		return func(ctx context.Context, i int) error {
@@ -91,12 +82,27 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) error{
 	},
 }
 
-func reqlimitHot(policy string) func(*redis.Client) func(context.Context, int) error {
+func reqlimitHot(policy string, opts ...redisstore.Option) func(*redis.Client) func(context.Context, int) error {
 	return func(c *redis.Client) func(context.Context, int) error {
-		s := redisstore.New(c, redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false))
+		s := redisstore.New(c, append([]redisstore.Option{redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false)}, opts...)...)
 		q := core.Query{Policy: mustParse(policy), Key: "hot"}
 		return func(ctx context.Context, _ int) error {
 			_, err := s.Decide(ctx, q)
+			return err
+		}
+	}
+}
+
+// reqlimitKeys decides a new key each time, or with keys > 0 that many keys in turn.
+func reqlimitKeys(policy string, keys int, opts ...redisstore.Option) func(*redis.Client) func(context.Context, int) error {
+	return func(c *redis.Client) func(context.Context, int) error {
+		s := redisstore.New(c, append([]redisstore.Option{redisstore.WithTimeout(time.Minute), redisstore.WithDenyCache(false)}, opts...)...)
+		p := mustParse(policy)
+		return func(ctx context.Context, i int) error {
+			if keys > 0 {
+				i %= keys
+			}
+			_, err := s.Decide(ctx, core.Query{Policy: p, Key: "client-" + strconv.Itoa(i)})
 			return err
 		}
 	}
