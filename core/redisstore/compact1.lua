@@ -45,10 +45,13 @@ local E, b, O = 0, 0, 0
 -- A new (or unreadable) key, the common case when keys are many, takes a short path: the
 -- rules below for an empty ring, where the request fits (cost <= N) and a recorded one is
 -- the only grant, without the steps that read or search entries. Its offset is span + 1,
--- as after a move of the base (below). E is counted from the server's time, which is no
--- later than now's unit: the expiry is renewed no later than it should be.
+-- as after a move of the base (below). A ring emptied by releases keeps its base, and a
+-- grant is recorded no earlier than the base's unit, as core's compact log records it. E
+-- is counted from the server's time, which is no later than now's unit: the expiry is
+-- renewed no later than it should be.
 if n == 0 then
   if mode == 2 then return $REPLY(1, 0, N, 0, 0, 0, 0) end
+  if now < O then now = O end
   if ttl > 0 then E = tnow + 2 * ttl * 1000 end
   local v = pack('<I2i7I2i7', cost % N, E, 0, now - span - 1) .. rep(pack('<I2', span + 1), cost)
   if ttl > 0 then
@@ -70,6 +73,28 @@ local T = span + now - fl
 local allowed = true
 --#include exact_decide
 --#include recorded
+
+-- Offsets are 16 bits. When the grant's would not fit, the base moves to span + 1 units
+-- before it and the entries older than span units before it are dropped, as core's compact
+-- log drops them: they are out of every later window while this grant stands. What stays is rewritten as a
+-- ring that starts at slot 0, so a busy key rewrites its value about once per period. b
+-- loses the dropped entries, all of which it may have counted.
+if recorded and now - O > 65535 then
+  local nb, kept, keep = now - span - 1, {}, 0
+  for k = 0, n - 1 do -- the k-th oldest as read is in slot (w - n + k) mod L
+    local v = O + unpack('<I2', s, HDR + 1 + ((w - n + k) % L) * 2) - nb
+    if v > 0 then
+      keep = keep + 1
+      kept[keep] = pack('<I2', v)
+    end
+  end
+  b = b - (n - keep)
+  if b < 0 then b = 0 end
+  n, w, O = keep, keep % L, nb
+  s = sub(s, 1, HDR) .. table.concat(kept)
+  -- A full ring is written in place below: first its new offsets.
+  if n == L then call('SET', key, s, 'KEEPTTL') end
+end
 --#include exact_record
 
 local wait = 0
@@ -79,20 +104,14 @@ local wait = 0
 
 --#include exact_expiry
 
--- Offsets are 16 bits. When the grant's would not fit, the base moves to span + 1 units
--- before it: every entry a window still counts keeps its time, and older ones become the
--- new base, which every later decision (judged at now - 1 or later) finds out of its
--- window. A busy key does this about once per period: the whole ring is rewritten.
-if recorded and now - O > 65535 then
-  local nb, moved = now - span - 1, {}
-  for i = 0, n - 1 do
-    local v = O + unpack('<I2', s, HDR + 1 + i * 2) - nb
-    if v < 0 then v = 0 end
-    moved[i + 1] = pack('<I2', v)
-  end
-  O = nb
-  s = sub(s, 1, HDR) .. table.concat(moved)
-  if n == L then call('SET', key, s, 'KEEPTTL') end
+-- b must bound from below how many entries every later decision finds out of its window.
+-- One after a step back of the clock is judged as early as the unit before this grant's:
+-- when this decision was judged at the grant's own unit, the entries at its cutoff are
+-- not counted out.
+if recorded and fl == now then
+  while lo > 0 and $ENTRY((base + lo - 1) % L) == cutoff do lo = lo - 1 end
+  out = lo - ov
+  if out < 0 then out = 0 end
 end
 
 --#define RING_HEADER pack('<I2i7I2i7', (w0 + cost) % L, E, out, O)

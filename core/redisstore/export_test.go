@@ -23,12 +23,15 @@ func (s *Store) QueueIdle() bool {
 }
 
 // EngineState returns core's engine state of a key that holds no grant under p, in the
-// compact form when compact (a store under WithCompact).
-func EngineState(p *core.Policy, compact bool) []int64 { return hook.NewState(p, compact) }
+// compact form when compact (a store under WithCompact) and the store keeps p compact.
+func EngineState(p *core.Policy, compact bool) []int64 {
+	return hook.NewState(p, compact && newPlan(p.Rates(), true).script == compact1Script)
+}
 
 // EngineDecide is core's engine deciding on state s at now: what every script must match,
 // decision for decision.
 func EngineDecide(p *core.Policy, compact bool, s []int64, now int64, cost int, mode core.Mode) (core.Decision, error) {
+	compact = compact && newPlan(p.Rates(), true).script == compact1Script
 	d, err := hook.DecideState(p, compact, s, now, cost, uint8(mode))
 	if err != nil {
 		return core.Decision{}, err
@@ -38,5 +41,5 @@ func EngineDecide(p *core.Policy, compact bool, s []int64, now int64, cost int, 
 
 // EngineRelease is core's engine giving back the grant recorded at grant on state s.
 func EngineRelease(p *core.Policy, compact bool, s []int64, grant int64, cost int) {
-	hook.ReleaseState(p, compact, s, grant, cost)
+	hook.ReleaseState(p, compact && newPlan(p.Rates(), true).script == compact1Script, s, grant, cost)
 }

@@ -120,9 +120,9 @@ func WithDenyCache(on bool) Option {
 	}
 }
 
-// WithCompact keeps a policy of one exact rate N per T (N up to 256, the common case) in
-// 2 bytes a grant rather than 7, as core.MemoryConfig.Compact does in memory and with the
-// same answers: times are in units of at most T/13107, rounded so that the limit stays
+// WithCompact keeps a policy of one exact rate N per T (N up to 256, the common case; T
+// above 16.384 ms) in 2 bytes a grant rather than 7, as core.MemoryConfig.Compact does in
+// memory and with the same answers: times are in units of at most T/13107, rounded so that the limit stays
 // strict, and a freed slot is granted again, and waits are reported, up to two units later
 // than the exact log's. Its keys are apart from those of a store without it, so processes
 // that share a limit must agree on it. Other policies are kept as without it.
@@ -472,11 +472,12 @@ func newPlan(rates []core.Rate, compact bool) *plan {
 
 func planOf(rates []core.Rate, compact bool) *plan {
 	n := len(rates)
-	if r := rates[0]; n == 1 && exact(r) && compact {
-		// One exact rate, compact: times in units of bounds.Unit(T) microseconds, the
-		// expiry as exact1.lua's.
+	if r := rates[0]; n == 1 && exact(r) && compact && bounds.Unit(int64(r.Period))%1000 == 0 {
+		// One exact rate, compact: times in units of bounds.Unit(T), a whole number of
+		// microseconds for periods above 16.384 ms (shorter ones keep exact1.lua's log:
+		// their units would be finer than the server's clock), the expiry as exact1.lua's.
 		us := micros(r.Period)
-		u := bounds.Unit(us)
+		u := bounds.Unit(int64(r.Period)) / 1000
 		pl := &plan{script: compact1Script, expire: max(1, (us+999)/1000), layout: compactLayout, unit: u}
 		for _, x := range []int64{int64(r.Count), (us + u - 1) / u, u} {
 			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))

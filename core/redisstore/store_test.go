@@ -612,7 +612,7 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy, compac
 	var v []byte
 	if compact { // compact1.lua: [I2 w][i7 E][I2 b][i7 O] then the ring, offsets from O in units
 		us := p.Rates()[0].Period.Microseconds()
-		u := bounds.Unit(us)
+		u := bounds.Unit(int64(p.Rates()[0].Period)) / 1000
 		span, unit := (us+u-1)/u, (newest+u-1)/u
 		v = le(le(le(le(le(nil, 1, 2), 0, 7), 0, 2), unit-span-1, 7), span+1, 2)
 	} else if exact(p.Rates()[0]) { // exact1.lua: [I2 w][i7 E][I2 b] then the ring

@@ -24,11 +24,11 @@ const ShortestPeriod = time.Millisecond
 // offsets from a base, and twice the period must fit before the base has to move.
 const CompactSpan = 1 << 15
 
-// Unit returns the unit a compact log keeps grant times in for a period, both in the same
-// unit of time (nanoseconds in memory, microseconds in Redis): the smallest of 1, 2 and 5
-// times a power of ten that puts at most CompactSpan units in the period. Whole seconds
-// and milliseconds stay whole, so times a clock gives in round figures are not rounded,
-// and a period of whole microseconds gets the same unit in either.
+// Unit returns the unit, in nanoseconds, that a compact log keeps grant times in for a
+// period: the smallest of 1, 2 and 5 times a power of ten nanoseconds that puts at most
+// CompactSpan units in the period. Whole seconds and milliseconds stay whole, so times a
+// clock gives in round figures are not rounded. Above 16.384 ms it is a whole number of
+// microseconds, which the Redis store needs (its clock counts microseconds).
 func Unit(period int64) int64 {
 	least := (period + CompactSpan - 1) / CompactSpan
 	for u := int64(1); ; u *= 10 {
