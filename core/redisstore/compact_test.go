@@ -154,17 +154,7 @@ func TestCompactMatchesEngineFuzz(t *testing.T) {
 							adv = time.Duration(rng.Int64N(int64(T/time.Duration(N+1)) + 1))
 						}
 						adv = adv.Truncate(time.Microsecond)
-						cost := 1
-						if rng.IntN(4) == 0 {
-							cost = rng.IntN(min(N, 5)) + 1
-						}
-						mode := core.Enforce
-						switch rng.IntN(10) {
-						case 0:
-							mode = core.Penalty
-						case 1:
-							mode = core.Peek
-						}
+						cost, mode := randomAsk(rng, 4, 1, min(N, 5), 10)
 						if _, ok := r.decide(adv, cost, mode, false); !ok {
 							t.FailNow()
 						}
@@ -251,17 +241,7 @@ func TestCompactStrictFuzz(t *testing.T) {
 						adv = time.Duration(rng.Int64N(int64(2*T/time.Duration(N)) + 1))
 					}
 					adv = adv.Truncate(time.Microsecond)
-					cost := 1
-					if rng.IntN(3) == 0 {
-						cost = rng.IntN(N) + 1
-					}
-					mode := core.Enforce
-					switch rng.IntN(8) {
-					case 0:
-						mode = core.Penalty
-					case 1:
-						mode = core.Peek
-					}
+					cost, mode := randomAsk(rng, 3, 1, N, 8)
 					if _, ok := r.decide(adv, cost, mode, false); !ok {
 						t.FailNow()
 					}
@@ -306,4 +286,20 @@ func TestCompactExpiryOnServerTime(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomAsk returns a random request: one in costOneIn costs from lo to hi (else 1), one
+// in modeOneIn is Penalty and another Peek (else Enforce).
+func randomAsk(rng *rand.Rand, costOneIn, lo, hi, modeOneIn int) (int, core.Mode) {
+	cost := 1
+	if rng.IntN(costOneIn) == 0 {
+		cost = lo + rng.IntN(hi-lo+1)
+	}
+	switch rng.IntN(modeOneIn) {
+	case 0:
+		return cost, core.Penalty
+	case 1:
+		return cost, core.Peek
+	}
+	return cost, core.Enforce
 }

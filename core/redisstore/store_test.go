@@ -146,17 +146,7 @@ func TestMatchesEngine(t *testing.T) {
 					if rng.IntN(4) == 0 {
 						key = "b"
 					}
-					cost := 1
-					if rng.IntN(4) == 0 {
-						cost = rng.IntN(min(minCount, 4) + 1) // 0 counts as 1
-					}
-					mode := core.Enforce
-					switch rng.IntN(10) {
-					case 0:
-						mode = core.Penalty
-					case 1:
-						mode = core.Peek
-					}
+					cost, mode := randomAsk(rng, 4, 0, min(minCount, 4), 10) // cost 0 counts as 1
 					want, err := redisstore.EngineDecide(p, compact, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
 					if err != nil {
 						t.Fatal(err)
