@@ -23,7 +23,7 @@ count() { # case decisions -> instructions of the whole server run
 		i=$((i + 1)); [ $i -lt 100 ] || { echo "redis-server did not start" >&2; exit 1; }
 		sleep 0.2
 	done
-	/tmp/reqlimit-instructions -addr "127.0.0.1:$PORT" -case "$1" -n "$2"
+	/tmp/reqlimit-instructions -addr "127.0.0.1:$PORT" -case "$1" -n "$2" >/tmp/reqlimit-instructions.admitted
 	redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
 	wait
 	callgrind_annotate "$out/cg" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
@@ -33,5 +33,5 @@ count() { # case decisions -> instructions of the whole server run
 for c in $cases; do
 	a=$(count "$c" 1)
 	b=$(count "$c" $((N + 1)))
-	echo "$c: $(((b - a) / N)) instructions per decision"
+	echo "$c: $(((b - a) / N)) instructions per decision ($(cat /tmp/reqlimit-instructions.admitted))"
 done
