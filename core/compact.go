@@ -12,7 +12,8 @@ import (
 // log: grant times in units of u nanoseconds, each a uint16 offset from a base the key
 // keeps, so a grant costs 2 bytes rather than 8. u is bounds.Unit(T): whole seconds and
 // milliseconds stay whole, so times a clock gives in round figures are not rounded at all.
-// The Redis store keeps a policy of one exact rate in the same units and rounds alike.
+// The Redis store under WithCompact keeps such a policy of a period above 16.384 ms (whose
+// unit is whole microseconds) in the same units, and rounds alike.
 //
 // Rounding keeps the limit strict: a grant is recorded at its time rounded up to a unit (no
 // earlier than it happened), a decision judges its time rounded down (no later than it is),

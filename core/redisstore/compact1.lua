@@ -1,7 +1,8 @@
 -- reqlimit: the decision for a policy of ONE exact rate N/T (the common case), the same
 -- answers as the memory store's compact log (core's applyCompact) in straight-line code:
--- one read; the write is one SET while the ring grows, two SETRANGEs once it is full, and
--- a PEXPIRE only about once per period (see docs/redis.md, "Speed").
+-- one read; the write is one SET while the ring grows, two SETRANGEs once it is full (and
+-- a SET first when the base moves, at most about once per period), and a PEXPIRE only
+-- about once per period (see docs/redis.md, "Speed").
 --
 -- This file is a template: each include line is replaced by its fragment (fragments/),
 -- where the rules shared with the other scripts are written once (see scripts.go).
@@ -77,7 +78,8 @@ local allowed = true
 -- Offsets are 16 bits. When the grant's would not fit, the base moves to span + 1 units
 -- before it and the entries older than span units before it are dropped, as core's compact
 -- log drops them: they are out of every later window while this grant stands. What stays is rewritten as a
--- ring that starts at slot 0, so a busy key rewrites its value about once per period. b
+-- ring that starts at slot 0, so a busy key rewrites its value at most about once per
+-- period. b
 -- loses the dropped entries, all of which it may have counted.
 if recorded and now - O > 65535 then
   local nb, kept, keep = now - span - 1, {}, 0

@@ -11,8 +11,9 @@
 --            (kind 1), exactn.lua (2), bounded1.lua (3), boundedn.lua (4), decide.lua (5),
 --            compact1.lua (6).
 -- ARGV[1]  packed little-endian i8: kind, the grant's time (microseconds, as the decision
---          replied; for kind 6 in the key's units, the reply divided by the unit), its cost, L (the ring's length; 0 without one), the number of rates,
---          the number of bounded rates, then each bounded rate's granule (microseconds).
+--          replied; for kind 6 in the key's units, the reply divided by the unit), its
+--          cost, L (the ring's length; 0 without one), the number of rates, the number of
+--          bounded rates, then each bounded rate's granule (microseconds).
 -- Returns  the units given back, then zeros (the decision scripts' reply shape).
 --#include prelude
 local floor, rep, sub = math.floor, string.rep, string.sub

@@ -122,9 +122,9 @@ func WithDenyCache(on bool) Option {
 
 // WithCompact keeps a policy of one exact rate N per T (N up to 256, the common case; T
 // above 16.384 ms) in 2 bytes a grant rather than 7, as core.MemoryConfig.Compact does in
-// memory and with the same answers: times are in units of at most T/13107, rounded so that the limit stays
-// strict, and a freed slot is granted again, and waits are reported, up to two units later
-// than the exact log's. Its keys are apart from those of a store without it, so processes
+// memory and with the same answers: times are in units of at most T/13107, rounded so
+// that the limit stays strict, and a freed slot is granted again, and waits are reported,
+// up to two units later than the exact log's. Its keys are apart from those of a store without it, so processes
 // that share a limit must agree on it. Other policies are kept as without it.
 func WithCompact(on bool) Option { return func(s *Store) { s.compact = on } }
 
@@ -425,9 +425,9 @@ type plan struct {
 	// rates are the policy's, copied once: a decision reads them without a copy of its own.
 	rates  []core.Rate
 	script *redis.Script
-	// expire is the fifth argument: for decide.lua and the bounded scripts 1 (set the expiry); for
-	// exact1.lua and exactn.lua the expiry after a grant in milliseconds, the (longest)
-	// period rounded up.
+	// expire is the fifth argument: for decide.lua and the bounded scripts 1 (set the
+	// expiry); for exact1.lua, compact1.lua and exactn.lua the expiry after a grant in
+	// milliseconds, the (longest) period rounded up.
 	expire int64
 	// tail: for decide.lua L, bounds.Buckets, the number of rates, then count, period,
 	// granule of each; for exact1.lua the count and the period; for compact1.lua the

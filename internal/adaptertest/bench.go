@@ -35,7 +35,10 @@ func BenchApps() []struct {
 	sized := func(count int, period time.Duration) []Limit {
 		step := period / time.Duration(count) * 21 / 20
 		clock := &benchClock{start: time.Now(), step: step}
-		sweep := time.Duration(min(float64(math.MaxInt64), float64(time.Minute/time.Microsecond)*float64(step)))
+		sweep := time.Duration(math.MaxInt64)
+		if perMinute := int64(time.Minute / time.Microsecond); int64(step) < math.MaxInt64/perMinute {
+			sweep = time.Duration(perMinute) * step
+		}
 		opts := []core.Option{core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: sweep})), core.WithShortPeriods()}
 		return []Limit{{Count: count, Period: period, Opts: opts}}
 	}

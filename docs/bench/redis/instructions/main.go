@@ -49,8 +49,8 @@ func main() {
 }
 
 // The cases match the benchmarks in bench_test.go. Under callgrind the server runs many
-// times slower, so the hot exact limits use a 20ms window (rather than 1ms) to stay admitted
-// with a full ring.
+// times slower, so the hot one-rate exact limits use a 20ms window (rather than 1ms) to
+// stay admitted with a full ring.
 var cases = map[string]func(*redis.Client) func(context.Context, int) (bool, error){
 	"hot100":  reqlimitHot("100/20ms"),
 	"hot256":  reqlimitHot("256/20ms"),
