@@ -125,7 +125,8 @@ func WithDenyCache(on bool) Option {
 // memory and with the same answers: times are in units of at most T/13107, rounded so
 // that the limit stays strict, and a freed slot is granted again, and waits are reported,
 // up to two units later than the exact log's. Its keys are apart from those of a store without it, so processes
-// that share a limit must agree on it. Other policies are kept as without it.
+// that share a limit must agree on it. Other policies are kept as without it. Use it when
+// keys are many; docs/redis.md has the layout and what it saves.
 func WithCompact(on bool) Option { return func(s *Store) { s.compact = on } }
 
 // WithClock makes the script take its time from now, not from the Redis server. It is
