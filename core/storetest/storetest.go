@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/policytest"
 )
 
 // A Harness is a store under test and a way to let time pass for it.
@@ -815,20 +816,8 @@ func releaseConcurrent(t *testing.T, h Harness) {
 	}
 }
 
-// mustPolicy is core.NewPolicy for the suite's own, valid, rates.
-func mustPolicy(rates ...core.Rate) *core.Policy {
-	p, err := core.NewPolicy(rates...)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// mustParse is core.ParsePolicy for the suite's own, valid, texts.
-func mustParse(text string) *core.Policy {
-	p, err := core.ParsePolicy(text)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
+// The suite's own policies, valid by construction.
+var (
+	mustPolicy = policytest.Of
+	mustParse  = policytest.Parse
+)
