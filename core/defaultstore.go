@@ -26,8 +26,8 @@ func theDefaultStore() Store {
 // errDefaultStoreInUse is SetDefaultStore's error once a limit has taken the default store.
 var errDefaultStoreInUse = errors.New("reqlimit: default store already in use: set it before registering limits")
 
-// SetDefaultStore replaces the default MemoryStore (with a Redis store, say) for limits
-// registered later. It fails for nil, and once a limit has taken the default store.
+// SetDefaultStore replaces the default MemoryStore for limits registered later. It fails
+// for nil, or once a limit took the default store.
 func SetDefaultStore(s Store) error {
 	if s == nil {
 		return errors.New("reqlimit: SetDefaultStore(nil): a store is required")

@@ -354,16 +354,27 @@ func (l *limiter) report(ctx context.Context, err error) {
 	}
 }
 
-// failed applies the fail mode to a store error.
+// failed applies the fail mode to a store error. A request whose own context ended first
+// (its client hung up, or its deadline passed) is refused as under FailClosed whatever the
+// mode: the store did not fail, and admitting the request uncounted would let any client
+// skip the limit by hanging up. A hang-up is not reported: it is neither a bug nor an
+// outage.
 func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
-	err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
-	l.report(ctx, err)
+	gone := ctx.Err() != nil
+	if gone {
+		err = fmt.Errorf("reqlimit: request ended before the store decided for %s %q: %w", q.Policy, route, err)
+	} else {
+		err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
+	}
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		l.report(ctx, err)
+	}
 	v := verdict{Allowed: true, Err: err}
-	switch c.failMode {
-	case FailClosed:
+	switch {
+	case gone || c.failMode == FailClosed:
 		v.Allowed, v.Status, v.Decision = c.dryRun, c.failStatus, undecided(q.Policy)
-	case FailLocal:
+	case c.failMode == FailLocal:
 		l.localOnce.Do(func() { l.local = NewMemoryStore(nil) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus

@@ -73,6 +73,59 @@ func TestFailModes(t *testing.T) {
 	}
 }
 
+// ctxStore fails as a store across a network does when the request's context ends first:
+// with the context's error.
+type ctxStore struct{}
+
+func (ctxStore) Decide(ctx context.Context, _ core.Query) (core.Decision, error) {
+	<-ctx.Done()
+	return core.Decision{}, fmt.Errorf("redis: %w", ctx.Err())
+}
+
+// A request whose context ends before the store answers is refused in every fail mode:
+// admitted uncounted, any client could skip a limit on a remote store by hanging up. A
+// hang-up (Canceled) is not a fault to report; a passed deadline (the store too slow for
+// the request) is.
+func TestRequestGoneIsRefusedInEveryFailMode(t *testing.T) {
+	in := adapter.Input{Route: "/sms", Peer: "192.0.2.1:1"}
+	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
+		for _, c := range []struct {
+			name     string
+			ctx      func() (context.Context, context.CancelFunc)
+			reported bool
+		}{
+			{"hung-up", func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx, cancel
+			}, false},
+			{"deadline", func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Millisecond)
+			}, true},
+		} {
+			var hooked []error
+			l := adapter.Must(3, time.Minute, core.WithStore(ctxStore{}), core.WithFailMode(mode),
+				core.WithErrorHook(func(_ context.Context, err error) { hooked = append(hooked, err) }))
+			ctx, cancel := c.ctx()
+			v := l.Check(ctx, in, adapter.HeaderMap{})
+			cancel()
+			if v.Allowed || v.Status != 429 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
+				t.Errorf("%v, %s: %+v, want refused with 429 and the reason", mode, c.name, v)
+			}
+			if (len(hooked) > 0) != c.reported {
+				t.Errorf("%v, %s: error hook saw %v, want reported=%v", mode, c.name, hooked, c.reported)
+			}
+		}
+	}
+	// A dry run still never refuses.
+	l := adapter.Must(3, time.Minute, core.WithStore(ctxStore{}), core.WithDryRun(), core.WithErrorHook(func(context.Context, error) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if v := l.Check(ctx, in, nil); !v.Allowed {
+		t.Errorf("dry run: %+v, want let through", v)
+	}
+}
+
 // A cost above the limit is refused whatever the fail mode (it could never fit, and
 // admitting it uncounted would break the limit), with 413 rather than a 429 that invites a
 // retry, and the error hook hears of it.

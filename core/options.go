@@ -154,7 +154,8 @@ func WithHeaders(style HeaderStyle) Option {
 	}
 }
 
-// A FailMode says what happens to a request when the store fails.
+// A FailMode says what happens to a request when the store fails. A request whose context
+// ends before the store answers is refused in every mode: hanging up must not skip a limit.
 type FailMode uint8
 
 const (
