@@ -26,7 +26,8 @@ type limiter struct {
 	cfg    config
 
 	// ident tells this limit's buckets apart from those of another registered limit with
-	// the same policy (see identify): "" for the first such limit and under WithScope.
+	// the same policy (see identify): "" for the first such limit and under WithScope,
+	// never for a tier.
 	ident  string
 	scopes *scopeCache // made with ident, so the common limit stays small
 
@@ -86,10 +87,12 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	ident, nth := identify(l.policy.text, site.stack)
 	if l.cfg.scope == "" && ident != "" {
 		l.ident, l.scopes = ident, new(scopeCache)
-		for _, t := range l.tiers {
-			if t != nil {
-				t.ident, t.scopes = l.ident, l.scopes
-			}
+	}
+	for name, t := range l.tiers {
+		if t != nil {
+			// Apart from the limit's buckets, its other tiers' and any other limit's of
+			// the same policy: the limit's own policy and ident tell it from every other.
+			t.ident, t.scopes = l.ident+"\x00tier "+name+"\x00of "+l.policy.text, new(scopeCache)
 		}
 	}
 	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
@@ -273,13 +276,14 @@ func undecided(p *Policy) Decision {
 	return Decision{Rate: p.rates[0], RetryAfter: time.Second}
 }
 
-// scope names the bucket's scope for a request on route: the explicit scope, or the route
-// set apart from other limits' (ident). An unknown route is "": one scope for all of them.
+// scope names the bucket's scope for a request on route: the explicit scope or the route,
+// set apart from other limits' and tiers' (ident). An unknown route is "": one scope for
+// all of them.
 func (l *limiter) scope(route string) string {
-	switch {
-	case l.cfg.scope != "":
-		return l.cfg.scope
-	case l.ident == "":
+	if l.cfg.scope != "" {
+		route = l.cfg.scope
+	}
+	if l.ident == "" {
 		return route
 	}
 	return l.scopes.get(route, l.ident)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 )
 
@@ -17,8 +19,8 @@ import (
 //	err := login.Reset(ctx, "alice")
 //
 // key is what the limit keys by: the key function's value, or the client's address as the
-// limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"). The methods are
-// safe for concurrent use, and fail until the limit is registered.
+// limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset also
+// finds where a key function gave none. Safe for concurrent use; fails until registered.
 type Quota struct {
 	l atomic.Pointer[limiter]
 }
@@ -43,7 +45,7 @@ func WithQuota(q *Quota) Option {
 	}
 }
 
-// Reset forgets key's grants in every rate of the limit.
+// Reset forgets every grant of key, in the limit's rates and its tiers'.
 func (q *Quota) Reset(ctx context.Context, key string) error {
 	l := q.l.Load()
 	if l == nil {
@@ -53,13 +55,24 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if !ok {
 		return fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store)
 	}
-	if err := r.Reset(ctx, Query{Policy: l.policy, Scope: l.cfg.scope, Key: key}); err != nil {
-		return fmt.Errorf("reqlimit: reset %q of %s: %w", key, l.policy, err)
+	keys := []string{key}
+	if l.cfg.key != nil {
+		keys = append(keys, fallbackKeyPrefix+key)
+	}
+	for _, t := range append([]*limiter{l}, slices.Collect(maps.Values(l.tiers))...) {
+		if t == nil { // an unlimited tier
+			continue
+		}
+		for _, k := range keys {
+			if err := r.Reset(ctx, Query{Policy: t.policy, Scope: t.scope(""), Key: k}); err != nil {
+				return fmt.Errorf("reqlimit: reset %q of %s: %w", key, t.policy, err)
+			}
+		}
 	}
 	return nil
 }
 
-// Peek reports what a request from key would be told now, recording nothing.
+// Peek reports what the limit's own policy tells key now, recording nothing.
 func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	l := q.l.Load()
 	if l == nil {
