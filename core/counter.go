@@ -30,9 +30,13 @@ func NewCounter(name string, capacity int, window time.Duration, store Store) (*
 	return &Counter{store: store, policy: p, name: "\x00counter " + name}, nil
 }
 
-// Add records weight events for key now and returns the window's count, them included; a
-// weight above the capacity fails with ErrCostTooHigh.
+// Add records weight (at least 1) events for key now and returns the window's count, them
+// included; a weight above the capacity fails with ErrCostTooHigh.
 func (c *Counter) Add(ctx context.Context, key string, weight int) (int, error) {
+	if weight < 1 {
+		// A store counts a cost below 1 as 1: recording an event the caller did not mean.
+		return 0, fmt.Errorf("reqlimit: counter %q: Add(%q, %d): want a weight of at least 1", c.name, key, weight)
+	}
 	d, err := c.store.Decide(ctx, Query{Policy: c.policy, Scope: c.name, Key: key, Cost: weight, Mode: Penalty})
 	if err != nil {
 		return 0, err

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,25 @@ func TestCounterSlides(t *testing.T) {
 	}
 	if _, err := c.Add(ctx, "alice", 11); err == nil {
 		t.Fatal("a weight above the capacity was accepted")
+	}
+}
+
+// A weight below 1 is an error, not one event recorded behind the caller's back.
+func TestCounterAddRefusesWeightBelowOne(t *testing.T) {
+	c, err := core.NewCounter("logins", 10, time.Minute, core.NewMemoryStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, w := range []int{0, -5} {
+		if n, err := c.Add(ctx, "k", w); err == nil || !strings.Contains(err.Error(), fmt.Sprint(w)) {
+			t.Errorf("Add(k, %d) = %d, %v; want an error naming the weight", w, n, err)
+		}
+	}
+	if n, err := c.Count(ctx, "k"); n != 0 || err != nil {
+		t.Fatalf("Count(k) = %d, %v after refused weights; want 0", n, err)
+	}
+	if n, err := c.Add(ctx, "k", 1); n != 1 || err != nil {
+		t.Fatalf("Add(k, 1) = %d, %v; want 1", n, err)
 	}
 }
