@@ -59,11 +59,17 @@ func Outcome(e *core.Event) int {
 	return Refused
 }
 
-// Kind classifies a store's error.
+// Kind classifies a store's error. A store that gives up at its deadline after failing to
+// connect wraps both errors: the connection is the cause, and is named first.
 func Kind(err error) int {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return KindCanceled
+	case errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return KindConnection
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return KindTimeout
 	}
@@ -72,10 +78,7 @@ func Kind(err error) int {
 		return KindTimeout
 	}
 	var op *net.OpError
-	if errors.As(err, &op) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.As(err, &op) {
 		return KindConnection
 	}
 	return KindOther
