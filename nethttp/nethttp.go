@@ -20,6 +20,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -108,8 +109,18 @@ type patternKey struct{}
 // bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux). Without
 // it, such middleware counts every route in one bucket per client.
 func WithMux(mux *http.ServeMux) core.Option {
-	return WithPattern(func(r *http.Request) string { _, p := mux.Handler(r); return p })
+	return WithPattern(func(r *http.Request) string {
+		h, p := mux.Handler(r)
+		if r.Method == http.MethodConnect && reflect.TypeOf(h) == redirectType {
+			// A CONNECT redirect's "pattern" is the client's own path plus a slash: one
+			// bucket per made-up path. It shares the bucket of requests matching none.
+			return ""
+		}
+		return p
+	})
 }
+
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporaryRedirect))
 
 // WithPattern lets middleware that runs before routing learn the route pattern a request
 // will match from pattern, which returns "" when none matches. It is WithMux for other
