@@ -35,7 +35,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	style := l.cfg.headers
-	if never {
+	if never || v.Undecided {
 		// The key's state was not read: only the policy is known.
 		if style == HeadersStandard || style == HeadersBoth {
 			h.Set(hook.HeaderRateLimitPolicy, l.policyField)

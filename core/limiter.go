@@ -377,7 +377,7 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	v := verdict{Allowed: true, Err: err}
 	switch {
 	case gone || c.failMode == FailClosed:
-		v.Allowed, v.Status, v.Decision = c.dryRun, c.failStatus, undecided(q.Policy)
+		v.Allowed, v.Status, v.Decision, v.Undecided = c.dryRun, c.failStatus, undecided(q.Policy), true
 	case c.failMode == FailLocal:
 		l.localOnce.Do(func() { l.local = NewMemoryStore(nil) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
@@ -402,10 +402,15 @@ func (m FailMode) name() string {
 	return "failmode(" + itoa(int(m)) + ")"
 }
 
-// DenyBody returns the plain-text body of a refusal whose verdict carried err.
+// DenyBody returns the plain-text body of a refusal whose verdict carried err. A store
+// failure refused with WithFailStatus's own status says that status, not the deny body.
 func (l *limiter) DenyBody(err error) string {
-	if err != nil && errors.Is(err, ErrCostTooHigh) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrCostTooHigh):
 		return "Request Cost Exceeds The Limit\n"
+	case l.cfg.failStatus != l.cfg.denyStatus && http.StatusText(l.cfg.failStatus) != "":
+		return http.StatusText(l.cfg.failStatus) + "\n"
 	}
 	return l.cfg.denyBody
 }

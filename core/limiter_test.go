@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,25 @@ func TestFailModes(t *testing.T) {
 		if len(hooked) != len(c.allowed) || !strings.Contains(hooked[0].Error(), "connection refused") {
 			t.Fatalf("%v: error hook saw %v", c.mode, hooked)
 		}
+	}
+}
+
+// A refusal the store failed to decide (FailClosed) tells the client only what is known:
+// the policy and when to retry, no remaining count or reset it never read, and a body that
+// matches WithFailStatus's status.
+func TestFailClosedSendsNoMadeUpFields(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /r", nethttp.Limit(3, time.Minute, core.WithStore(downStore{}), core.WithFailMode(core.FailClosed),
+		core.WithFailStatus(503), core.WithErrorHook(func(context.Context, error) {}))(http.NotFoundHandler()))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/r", nil)
+	mux.ServeHTTP(w, r)
+	h := w.Header()
+	if w.Code != 503 || w.Body.String() != "Service Unavailable\n" {
+		t.Errorf("status %d, body %q; want 503, \"Service Unavailable\\n\"", w.Code, w.Body.String())
+	}
+	if h.Get("Retry-After") != "1" || h.Get("RateLimit-Policy") != `"3/1m";q=3;w=60` || h.Values("RateLimit") != nil {
+		t.Errorf("fields %v; want Retry-After 1 and RateLimit-Policy, no RateLimit", h)
 	}
 }
 

@@ -34,6 +34,8 @@ type Verdict[D any] struct {
 	Status int
 	// Skipped reports that a skip rule exempted the request: send no rate-limit fields.
 	Skipped bool
+	// Undecided reports a refusal the store failed to decide: Decision names only the rate.
+	Undecided bool
 	// Err is the store's error, if it failed, or why the request can never be admitted.
 	Err error
 	// Release is not nil when the request's slot is given back if its response does not
