@@ -19,7 +19,7 @@ type Counter struct {
 func NewCounter(name string, capacity int, window time.Duration, store Store) (*Counter, error) {
 	p, err := NewPolicy(Rate{Count: capacity, Period: window})
 	if err == nil {
-		err = p.checkFloor()
+		err = p.checkFloor(0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("counter %q: %w", name, err)

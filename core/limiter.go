@@ -70,13 +70,13 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	if parse {
 		var p *Policy
 		if p, err = parsePolicy(policy); err == nil {
-			l, err = newLimiter(p.rates, o)
+			l, err = newLimiter(p.rates, true, o)
 			if err != nil {
 				err = fmt.Errorf("policy %q: %w", policy, err)
 			}
 		}
 	} else {
-		l, err = newLimiter([]Rate{{Count: count, Period: period}}, o)
+		l, err = newLimiter([]Rate{{Count: count, Period: period}}, false, o)
 	}
 	if err != nil {
 		if panics {
@@ -102,7 +102,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	return l, nil
 }
 
-func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
+func newLimiter(rates []Rate, text bool, opts []Option) (*limiter, error) {
 	cfg := config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}
 	for _, o := range opts {
 		if o == nil {
@@ -112,19 +112,24 @@ func newLimiter(rates []Rate, opts []Option) (*limiter, error) {
 			return nil, err
 		}
 	}
-	l, err := construct(rates, cfg)
+	l, err := construct(rates, text, cfg)
 	if err == nil && cfg.tierPick != nil {
 		err = l.buildTiers()
 	}
 	return l, err
 }
 
-// construct makes a limiter of rates (and cfg's extra rates) with cfg.
-func construct(rates []Rate, cfg config) (*limiter, error) {
+// construct makes a limiter of rates (and cfg's extra rates) with cfg; text says rates
+// were read from a policy's text.
+func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
 	l := &limiter{cfg: cfg}
 	p, err := NewPolicy(append(append([]Rate(nil), rates...), l.cfg.extraRates...)...)
 	if err == nil && !l.cfg.shortPeriods {
-		err = p.checkFloor()
+		fromText := 0
+		if text {
+			fromText = len(rates)
+		}
+		err = p.checkFloor(fromText)
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,11 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
 		}
+		if j := slices.Index(rates[:i], r); j >= 0 {
+			// Harmless to the limit, but a slip in configuration, and two RateLimit
+			// members of one name would leave a client unable to tell them apart.
+			return nil, fmt.Errorf("rate %d (%v) repeats rate %d: give each rate once: %w", i+1, r, j+1, ErrBadPolicy)
+		}
 		texts[i] = r.String()
 		p.gran = append(p.gran, 0)
 		if r.exact() {
@@ -71,7 +77,7 @@ func ParsePolicy(text string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.checkFloor(); err != nil {
+	if err := p.checkFloor(len(p.rates)); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", text, err)
 	}
 	return p, nil
@@ -97,10 +103,11 @@ func parsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// checkFloor refuses a rate whose period is below minPeriod.
-func (p *Policy) checkFloor() error {
+// checkFloor refuses a rate whose period is below minPeriod. The first text rates were
+// read from a policy's text, whose periods have their unit written.
+func (p *Policy) checkFloor(text int) error {
 	for i, r := range p.rates {
-		if err := r.checkFloor(); err != nil {
+		if err := r.checkFloor(i >= text); err != nil {
 			return fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
@@ -87,5 +88,28 @@ func TestChoosesFormPerRate(t *testing.T) {
 	p := mustParse("3/1m")
 	if p.StateLen() != 4 { // write index + 3 grant times
 		t.Fatalf("3/1m state is %d slots", p.StateLen())
+	}
+}
+
+// A rate given twice, however spelled, is a slip in configuration: refused, naming both.
+func TestPolicyRefusesRepeatedRate(t *testing.T) {
+	for _, build := range []struct {
+		name string
+		f    func() error
+	}{
+		{`ParsePolicy("3/1m,3/1m")`, func() error { _, err := core.ParsePolicy("3/1m,3/1m"); return err }},
+		{`ParsePolicy("3/1m,10/1h,3/60s")`, func() error { _, err := core.ParsePolicy("3/1m,10/1h,3/60s"); return err }},
+		{"Limit(3, time.Minute, WithRate(3, time.Minute))", func() error {
+			_, err := adapter.New(3, time.Minute, core.WithRate(3, time.Minute))
+			return err
+		}},
+	} {
+		err := build.f()
+		if !errors.Is(err, core.ErrBadPolicy) || !strings.Contains(err.Error(), "repeats rate 1") || !strings.Contains(err.Error(), "3/1m") {
+			t.Errorf("%s: %v; want ErrBadPolicy naming the repeated rate", build.name, err)
+		}
+	}
+	if _, err := core.ParsePolicy("3/1m,5/1m"); err != nil {
+		t.Errorf("3/1m,5/1m (same period, other counts): %v", err)
 	}
 }

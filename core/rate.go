@@ -85,13 +85,18 @@ func formatPeriod(d time.Duration) string {
 	return d.String()
 }
 
-// checkFloor refuses a period below minPeriod, naming the value and the fix.
-func (r Rate) checkFloor() error {
+// checkFloor refuses a period below minPeriod, naming the value and the fix. A period
+// from Go code may be a bare number, which is nanoseconds (Limit(3, 60)): the fix named
+// for it is writing the unit.
+func (r Rate) checkFloor(fromCode bool) error {
 	if r.Period >= minPeriod || r.Period <= 0 {
 		return nil // a non-positive period has its own error
 	}
-	return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
-		r.Period, minPeriod, int64(r.Period), ErrBadPolicy)
+	if fromCode {
+		return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
+			r.Period, minPeriod, int64(r.Period), ErrBadPolicy)
+	}
+	return fmt.Errorf("period %v is below the %v minimum (WithShortPeriods allows shorter periods): %w", r.Period, minPeriod, ErrBadPolicy)
 }
 
 // parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", ".5s", "1d" or a bare

@@ -56,7 +56,7 @@ func (l *limiter) buildTiers() error {
 		}
 		cfg := l.cfg
 		cfg.extraRates, cfg.quota, cfg.tierPick, cfg.tierPolicies = nil, nil, nil, nil
-		t, err := construct(p.rates, cfg)
+		t, err := construct(p.rates, true, cfg)
 		if err != nil {
 			return fmt.Errorf("WithTiers: tier %q: %w", name, err)
 		}

@@ -18,23 +18,33 @@ func TestPeriodFloor(t *testing.T) {
 	for _, build := range []struct {
 		name string
 		f    func() error
+		code bool // the period came from Go code, where a bare number is a likely slip
 	}{
-		{"NewLimiter(3, 60)", func() error { _, err := adapter.New(3, 60); return err }},
-		{"NewLimiter(3, time.Nanosecond)", func() error { _, err := adapter.New(3, time.Nanosecond); return err }},
-		{"NewLimiter with WithRate(5, 60)", func() error { _, err := adapter.New(3, time.Minute, core.WithRate(5, 60)); return err }},
-		{`ParsePolicy("3/60ns")`, func() error { _, err := core.ParsePolicy("3/60ns"); return err }},
-		{`ParseLimiter("3/1m,3/60ns")`, func() error { _, err := adapter.Parse("3/1m,3/60ns"); return err }},
-		{"NewCounter over 60ns", func() error { _, err := core.NewCounter("c", 3, 60, nil); return err }},
+		{"NewLimiter(3, 60)", func() error { _, err := adapter.New(3, 60); return err }, true},
+		{"NewLimiter(3, time.Nanosecond)", func() error { _, err := adapter.New(3, time.Nanosecond); return err }, true},
+		{"NewLimiter with WithRate(5, 60)", func() error { _, err := adapter.New(3, time.Minute, core.WithRate(5, 60)); return err }, true},
+		{"NewCounter over 60ns", func() error { _, err := core.NewCounter("c", 3, 60, nil); return err }, true},
+		// Text has its unit written: the bare-number hint would be wrong there
+		// ("3/500us" is not 500000*time.Second).
+		{`ParsePolicy("3/60ns")`, func() error { _, err := core.ParsePolicy("3/60ns"); return err }, false},
+		{`ParseLimiter("3/1m,3/500us")`, func() error { _, err := adapter.Parse("3/1m,3/500us"); return err }, false},
+		{`NewLimiter with WithTiers("3/500us")`, func() error {
+			_, err := adapter.New(3, time.Minute, core.WithTiers(func(core.Request) string { return "" }, map[string]string{"t": "3/500us"}))
+			return err
+		}, false},
 	} {
 		err := build.f()
 		if !errors.Is(err, core.ErrBadPolicy) {
 			t.Errorf("%s: %v, want ErrBadPolicy", build.name, err)
 			continue
 		}
-		for _, part := range []string{"ns is below the 1ms minimum", "*time.Second", "WithShortPeriods"} {
+		for _, part := range []string{"s is below the 1ms minimum", "WithShortPeriods"} {
 			if !strings.Contains(err.Error(), part) {
 				t.Errorf("%s: %q does not say %q", build.name, err, part)
 			}
+		}
+		if hint := strings.Contains(err.Error(), "*time.Second"); hint != build.code {
+			t.Errorf("%s: %q; want the bare-number hint %v", build.name, err, build.code)
 		}
 	}
 	for _, ok := range []string{"20/50ms", "5/10ms", "3/1ms", "10/.5s"} {
