@@ -189,7 +189,8 @@ func WithFailStatus(code int) Option {
 	}
 }
 
-// WithErrorHook calls hook with every error, which slog logs otherwise.
+// WithErrorHook calls hook with every error but a hang-up; without it, slog logs errors at
+// most once a second.
 func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 	return func(c *config) error { c.onError = hook; return nil }
 }
