@@ -243,8 +243,10 @@ func WithForwardedHeader(name string) Option {
 	}
 }
 
-// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP (Fiber needs no
-// option) once the framework trusts only your proxies.
+// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
+// trusts only your proxies. On Fiber v2 a single-address ProxyHeader counts from
+// TrustedProxies without it and, with it, from any client if EnableTrustedProxyCheck is
+// off. Fiber v3 ignores it.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }
