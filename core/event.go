@@ -8,7 +8,7 @@ type Outcome uint8
 const (
 	Admitted Outcome = iota // the request had room
 	Refused                 // over the limit (let through in dry run)
-	Errored                 // the store failed, and the fail mode decided
+	Errored                 // the store failed (the fail mode decided), the cost exceeded the limit (413), or the request's context ended first
 	Released                // admitted, then given back: its status did not count (WithCountWhen)
 )
 
@@ -29,14 +29,11 @@ func (o Outcome) String() string {
 
 // An Event describes one decision, for observers.
 type Event struct {
-	Outcome Outcome
-	// Scope is the route, the WithScope name, or "" for an unknown route; Key the client.
-	Scope, Key string
-	// Policy is the limit's policy; its String is a bounded label, unlike Key.
-	Policy   *Policy
-	Decision Decision
-	Err      error // the store's error when Outcome is Errored
-	DryRun   bool  // a refusal was not enforced
-	// StoreTime is how long a store other than the MemoryStore took to decide or fail; 0 for it.
-	StoreTime time.Duration
+	Outcome    Outcome       // what happened to the request
+	Scope, Key string        // the route, the WithScope name or "" (an unknown route); the client
+	Policy     *Policy       // the limit's policy; its String is a bounded label, unlike Key
+	Decision   Decision      // the store's answer; for Errored, the fail mode's, if any
+	Err        error         // why, when Outcome is Errored
+	DryRun     bool          // set on every event of a WithDryRun limit: a refusal was not enforced
+	StoreTime  time.Duration // how long a store other than the MemoryStore took to answer; 0 for it
 }

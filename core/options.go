@@ -189,7 +189,8 @@ func WithFailStatus(code int) Option {
 	}
 }
 
-// WithErrorHook calls hook with every error, which slog logs otherwise.
+// WithErrorHook calls hook with every error but a hang-up; without it, slog logs errors at
+// most once a second.
 func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 	return func(c *config) error { c.onError = hook; return nil }
 }
@@ -242,8 +243,10 @@ func WithForwardedHeader(name string) Option {
 	}
 }
 
-// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP (Fiber needs no
-// option) once the framework trusts only your proxies.
+// WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
+// trusts only your proxies. On Fiber v2 a single-address ProxyHeader counts from
+// TrustedProxies without it and, with it, from any client if EnableTrustedProxyCheck is
+// off. Fiber v3 ignores it.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }

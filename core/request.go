@@ -4,8 +4,8 @@ import "context"
 
 // A Request is what key, skip and cost functions see of an HTTP request.
 type Request interface {
-	Context() context.Context
-	Method() string
+	Context() context.Context // the request's context (Fiber v2's c.UserContext())
+	Method() string           // "GET", "POST"...; grpclimit's is the full method name
 	// Path is the path as sent; Route the matched pattern ("GET /user/{id}"), or "".
 	Path() string
 	Route() string

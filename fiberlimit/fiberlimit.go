@@ -3,15 +3,18 @@
 //
 //	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), handler)
 //
-// Requests are keyed by the connection's peer IP and the route template (c.Route().Path, so
-// /user/1 and /user/2 share /user/:id's bucket). When the application turned on
-// Config.EnableTrustedProxyCheck with a ProxyHeader that holds one address set by the proxy
-// (X-Real-IP, CF-Connecting-IP), the client IP is that header's last line (the one the
-// proxy wrote), believed only from TrustedProxies, as Fiber's c.IP() is. With ProxyHeader
-// X-Forwarded-For (or Forwarded) c.IP() is the chain's leftmost entry, which the client
-// writes, so it is never used: there, pass core.WithTrustedProxies with your proxies,
-// which walks the chain from the right. Refused requests get 429 with Retry-After; every
-// response carries the IETF RateLimit and RateLimit-Policy fields.
+// Requests are keyed by the connection's peer IP and the route template (c.Route().Path,
+// so /user/1 and /user/2 share /user/:id's bucket). When the application turned on
+// Config.EnableTrustedProxyCheck with a ProxyHeader that holds one address set by the
+// proxy (X-Real-IP, CF-Connecting-IP), the client IP is that header's last line (the one
+// the proxy wrote), believed only from TrustedProxies, as Fiber's c.IP() is. With
+// EnableTrustedProxyCheck off, such a header is ignored unless the limit opts in with
+// core.WithClientIPFromFramework, which believes it from any client: for an application
+// that only its proxy can reach. With ProxyHeader X-Forwarded-For (or Forwarded) c.IP() is
+// the chain's leftmost entry, which the client writes, so it is never used: there, pass
+// core.WithTrustedProxies with your proxies, which walks the chain from the right. Refused
+// requests get 429 with Retry-After; every response carries the IETF RateLimit and
+// RateLimit-Policy fields.
 //
 // # Mounting with app.Use
 //

@@ -22,7 +22,7 @@ import (
 
 // A Harness is a store under test and a way to let time pass for it.
 type Harness struct {
-	Store core.Store
+	Store core.Store // the store under test; Run asks newHarness for one per scenario
 	// Advance lets d pass on the store's clock. Nil means the store keeps real time, and
 	// the suite sleeps instead (with windows short enough to keep that quick).
 	Advance func(d time.Duration)
@@ -480,8 +480,10 @@ func concurrentStrict(t *testing.T, h Harness) {
 	})
 }
 
-// A Call is the span of one admitted call, as its caller saw it.
-type Call struct{ Start, End time.Time }
+// A Call is the span of one call (a grant or a refusal), as its caller saw it.
+type Call struct {
+	Start, End time.Time // when the caller sent the call, and when its reply arrived
+}
 
 // MaxInWindow returns the largest number of calls whose whole span lies inside one
 // interval [a, a+w). A reply delay can only shrink the count, never inflate it, so a

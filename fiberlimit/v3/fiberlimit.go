@@ -33,9 +33,11 @@
 // a proxy, whose word is believed: Loopback, Private and LinkLocal are safe only where
 // those ranges hold nothing but your proxies.
 //
-// Fiber's trust configuration is the application's consent, as Fiber v2's
-// EnableTrustedProxyCheck is for package fiberlimit: core.WithClientIPFromFramework adds
-// nothing, and without TrustProxy Fiber believes no header, so neither does this package.
+// Fiber's trust configuration is the application's only consent: without TrustProxy Fiber
+// believes no header, so neither does this package, and core.WithClientIPFromFramework is
+// ignored. This differs from package fiberlimit for Fiber v2, where that option believes a
+// single-address ProxyHeader from any client when EnableTrustedProxyCheck is off: an
+// application that relied on it names its proxies in TrustProxyConfig when it moves to v3.
 // core.WithTrustedProxies, which walks the forwarded headers itself, works as everywhere.
 //
 // # Mounting with app.Use
