@@ -41,16 +41,16 @@ func (r Rate) exact() bool { return r.Count <= exactMax }
 // validate reports why r cannot be enforced, naming the bad value.
 func (r Rate) validate() error {
 	if r.Count < 1 {
-		return fmt.Errorf("count %d: %w", r.Count, ErrBadPolicy)
+		return fmt.Errorf("count %d: want at least 1 request per period (to refuse every request, answer it yourself): %w", r.Count, ErrBadPolicy)
 	}
 	if r.Count > maxCount {
 		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, maxCount, ErrBadPolicy)
 	}
 	if r.Period <= 0 {
-		return fmt.Errorf("period %v: %w", r.Period, ErrBadPolicy)
+		return fmt.Errorf("period %v: want a positive duration, such as time.Minute: %w", r.Period, ErrBadPolicy)
 	}
 	if r.Period > maxPeriod {
-		return fmt.Errorf("period %v is longer than %v: %w", r.Period, maxPeriod, ErrBadPolicy)
+		return fmt.Errorf("period %v is longer than the longest, %v: %w", r.Period, maxPeriod, ErrBadPolicy)
 	}
 	if !r.exact() && r.Period < boundedBuckets {
 		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, boundedBuckets, r.Count, ErrBadPolicy)
