@@ -8,7 +8,7 @@ type Outcome uint8
 const (
 	Admitted Outcome = iota // the request had room
 	Refused                 // over the limit (let through in dry run)
-	Errored                 // the store failed (the fail mode decided), the cost exceeded the limit (413), or the request's context ended first
+	Errored                 // the store failed, the cost was over the limit, or the request ended first
 	Released                // admitted, then given back: its status did not count (WithCountWhen)
 )
 
