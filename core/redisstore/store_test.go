@@ -740,7 +740,7 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 				if !strings.Contains(msg, "dial tcp "+own.Addr()) || !errors.Is(err, syscall.ECONNREFUSED) {
 					t.Fatalf("%s: error %q does not name the refused connection to %s", what, msg, own.Addr())
 				}
-				if strings.Contains(msg, "deadline") && (!errors.Is(err, context.DeadlineExceeded) || !strings.Contains(msg, "the "+deadline.String()+" deadline")) {
+				if strings.Contains(msg, "deadline") && (!errors.Is(err, context.DeadlineExceeded) || !namesDeadline(msg, deadline)) {
 					t.Fatalf("%s: error %q: want the %v deadline named, and errors.Is(err, context.DeadlineExceeded)", what, msg, deadline)
 				}
 			}
@@ -750,6 +750,22 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namesDeadline reports whether msg names a deadline of at most d and more than half of it:
+// a caller's deadline is named as the time that was left when the decision started, which
+// on a loaded machine is already a little less than the timeout the caller set.
+func namesDeadline(msg string, d time.Duration) bool {
+	_, rest, ok := strings.Cut(msg, "gave up at the ")
+	if !ok {
+		return false
+	}
+	named, _, ok := strings.Cut(rest, " deadline")
+	if !ok {
+		return false
+	}
+	got, err := time.ParseDuration(named)
+	return err == nil && got <= d && got > d/2
 }
 
 // longest is p's longest period.
