@@ -295,7 +295,11 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (ada
 		return v, md, nil
 	}
 	if ic.deny != nil {
-		return v, md, ic.deny(ctx, method, v.Decision, v.Err)
+		// A nil error would run the handler of a call the limit refused: one that only
+		// logs and hands back the err it was given (nil over the limit) gets the default.
+		if err := ic.deny(ctx, method, v.Decision, v.Err); err != nil {
+			return v, md, err
+		}
 	}
 	return v, md, refusal(e.l, v)
 }
@@ -352,6 +356,7 @@ func RetryDelay(err error) (wait time.Duration, ok bool) {
 // call over the limit, wraps core.ErrCostTooHigh for a cost above it, and otherwise is the
 // store's failure, when the fail mode refused the call: core.FailLocal by a local decision
 // in d, or core.FailClosed without one. The rate-limit header metadata is set already.
+// A refused call fails whatever deny returns: a nil error gets the default one.
 type DenyFunc func(ctx context.Context, method string, d core.Decision, err error) error
 
 type denyKey struct{}
