@@ -26,6 +26,8 @@ func NewCounter(name string, capacity int, window time.Duration, store Store) (*
 	}
 	if store == nil {
 		store = theDefaultStore()
+	} else if err := checkStore("NewCounter", store); err != nil {
+		return nil, fmt.Errorf("counter %q: %w", name, err)
 	}
 	return &Counter{store: store, policy: p, name: "\x00counter " + name}, nil
 }

@@ -2,6 +2,8 @@ package core
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"sync"
 )
 
@@ -29,8 +31,8 @@ var errDefaultStoreInUse = errors.New("reqlimit: default store already in use: s
 // SetDefaultStore replaces the default MemoryStore for limits registered later. It fails
 // for nil, or once a limit took the default store.
 func SetDefaultStore(s Store) error {
-	if s == nil {
-		return errors.New("reqlimit: SetDefaultStore(nil): a store is required")
+	if err := checkStore("SetDefaultStore", s); err != nil {
+		return fmt.Errorf("reqlimit: %w", err)
 	}
 	defaultStore.Lock()
 	defer defaultStore.Unlock()
@@ -38,5 +40,21 @@ func SetDefaultStore(s Store) error {
 		return errDefaultStoreInUse
 	}
 	defaultStore.store = s
+	return nil
+}
+
+// checkStore refuses a store that is nil, also as a nil pointer of a store type (a store
+// an application creates only when configured), which would pass registration and then
+// fail every request with a nil dereference, outside any fail mode.
+func checkStore(fn string, s Store) error {
+	if s == nil {
+		return fmt.Errorf("%s(nil): a store is required", fn)
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return fmt.Errorf("%s((%T)(nil)): the store was never created: create it (core.NewMemoryStore, redisstore.New) or leave it out for the default store", fn, s)
+		}
+	}
 	return nil
 }

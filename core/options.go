@@ -45,8 +45,8 @@ type config struct {
 // WithStore keeps the limit's grants in s rather than in the default store.
 func WithStore(s Store) Option {
 	return func(c *config) error {
-		if s == nil {
-			return fmt.Errorf("WithStore(nil): a store is required")
+		if err := checkStore("WithStore", s); err != nil {
+			return err
 		}
 		c.store = s
 		return nil

@@ -154,3 +154,28 @@ func TestRegisteredLimitsCountApart(t *testing.T) {
 		}
 	}
 }
+
+// A store that is nil, also as a nil pointer of a store type (created only when
+// configured), is refused where it is given: it would pass registration and then fail
+// every request with a nil dereference, which no fail mode sees.
+func TestNilStoreIsRefusedWhereGiven(t *testing.T) {
+	var never *core.MemoryStore
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"WithStore(nil)", func() error { _, err := adapter.New(3, time.Minute, core.WithStore(nil)); return err }(), "WithStore(nil)"},
+		{"WithStore of a nil *MemoryStore", func() error { _, err := adapter.New(3, time.Minute, core.WithStore(never)); return err }(), "*core.MemoryStore"},
+		{"SetDefaultStore of a nil *MemoryStore", core.SetDefaultStore(never), "*core.MemoryStore"},
+		{"NewCounter of a nil *MemoryStore", func() error { _, err := core.NewCounter("c", 3, time.Minute, never); return err }(), "*core.MemoryStore"},
+	} {
+		if c.err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if !strings.Contains(c.err.Error(), c.want) || !strings.Contains(c.err.Error(), "store") {
+			t.Errorf("%s: %q does not name %s and the store", c.name, c.err, c.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,7 @@ func WithCompact(on bool) Option { return func(s *Store) { s.compact = on } }
 // database.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = now } }
 
-// New returns a Store that keeps its keys through client.
+// New returns a Store that keeps its keys through client; it panics if client is nil.
 //
 // New adds a hook to client (for a Cluster, to each master's client as the store first
 // sends to it) that notes how connection attempts end and passes everything through
@@ -144,6 +145,15 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = 
 // only the deadline, so without it a decision made while Redis is down would say
 // "context deadline exceeded" rather than "connection refused".
 func New(client redis.UniversalClient, opts ...Option) *Store {
+	// A nil client is refused here, where the store is built, rather than by a nil
+	// dereference in the first decision, which a fail mode would not see.
+	const create = "create it with redis.NewClient, NewFailoverClient or NewClusterClient"
+	if client == nil {
+		panic("redisstore.New(nil): a go-redis client is required: " + create)
+	}
+	if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer && v.IsNil() {
+		panic(fmt.Sprintf("redisstore.New: the client is a nil %T: %s", client, create))
+	}
 	s := &Store{
 		client:  client,
 		prefix:  DefaultPrefix,
