@@ -57,6 +57,7 @@ type (
 func init() {
 	hook.Build = build
 	hook.Extension = func(key, value any) any { return withExtension(key, value) }
+	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
 }
 
 // build is hook.Build: the limit count per period (or of policy's text, with parse) with

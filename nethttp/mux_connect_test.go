@@ -46,3 +46,19 @@ func TestWithMuxConnectCannotMintBuckets(t *testing.T) {
 		t.Fatalf("CONNECT to a registered route: status %d, want 200 (its own bucket)", w.Code)
 	}
 }
+
+// WithMux(nil) is refused where the limit is declared; it registered, and every request
+// then panicked on the nil mux.
+func TestWithMuxNilIsRefusedAtRegistration(t *testing.T) {
+	msg := func() (msg string) {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		nethttp.Limit(3, time.Minute, nethttp.WithMux(nil))
+		return ""
+	}()
+	if !strings.Contains(msg, "WithMux(nil)") || !strings.Contains(msg, "ServeMux") {
+		t.Errorf("Limit with WithMux(nil): panicked %q; want WithMux(nil) refused, naming the mux wanted", msg)
+	}
+	if _, err := nethttp.New("3/1m", nethttp.WithMux(nil)); err == nil || !strings.Contains(err.Error(), "WithMux(nil)") {
+		t.Errorf("New with WithMux(nil): %v; want WithMux(nil) refused", err)
+	}
+}

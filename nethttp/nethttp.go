@@ -18,6 +18,7 @@ package nethttp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"reflect"
@@ -109,6 +110,9 @@ type patternKey struct{}
 // bucket: handler := nethttp.Limit(100, time.Minute, nethttp.WithMux(mux))(mux). Without
 // it, such middleware counts every route in one bucket per client.
 func WithMux(mux *http.ServeMux) core.Option {
+	if mux == nil {
+		return adapter.Refuse(errors.New("WithMux(nil): want the *http.ServeMux the limited handler is registered on"))
+	}
 	return WithPattern(func(r *http.Request) string {
 		h, p := mux.Handler(r)
 		if r.Method == http.MethodConnect && reflect.TypeOf(h) == redirectType {

@@ -90,3 +90,10 @@ func Parse(policy string, opts ...core.Option) (Limiter, error) {
 func Option(key, value any) core.Option {
 	return hook.Extension(key, value).(core.Option)
 }
+
+// Refuse returns an option that fails the registration with err, for an adapter's option
+// given a value it cannot use (a nil mux): refused where the limit is declared, with the
+// route and line named, rather than failing each request.
+func Refuse(err error) core.Option {
+	return hook.Refuse(err).(core.Option)
+}

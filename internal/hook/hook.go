@@ -98,6 +98,9 @@ var (
 	Build func(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error)
 	// Extension returns a core.Option (as any) that stores an adapter's setting under key.
 	Extension func(key, value any) any
+	// Refuse returns a core.Option (as any) that fails the registration with err: an
+	// adapter's option given a value it cannot use.
+	Refuse func(err error) any
 )
 
 // Set by package core when it is initialized, for tests that hold another store to the
