@@ -17,10 +17,6 @@ func WithAllowList(prefixes ...string) Option {
 			if err != nil {
 				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
 			}
-			if p.Addr().Is4In6() && p.Bits() >= 96 {
-				// ::ffff:10.0.0.0/104 means 10.0.0.0/8, as clients' addresses are unmapped.
-				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-			}
 			c.allow = append(c.allow, p)
 		}
 		return nil

@@ -214,3 +214,21 @@ func TestClientKeyCacheNeverMixesAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A proxy range written IPv4-mapped (as dual-stack tooling prints it) means the IPv4
+// range, as it does in WithAllowList: it was accepted and trusted nobody, keying every
+// client behind the proxy by the proxy's address.
+func TestTrustedProxiesIPv4MappedPrefix(t *testing.T) {
+	for _, trusted := range []string{"10.0.0.0/8", "::ffff:10.0.0.0/104", "::ffff:10.0.0.1/128", "::ffff:10.0.0.1"} {
+		l := limiter(t, core.WithTrustedProxies(trusted))
+		for _, peer := range []string{"10.0.0.1:443", "[::ffff:10.0.0.1]:443"} {
+			if got := core.ClientKey(l, peer, req("X-Forwarded-For", "198.51.100.7")); got != "198.51.100.7" {
+				t.Errorf("WithTrustedProxies(%q), peer %s forwarding for 198.51.100.7: key %q, want the client's", trusted, peer, got)
+			}
+		}
+		// A mapped hop in the chain is the same proxy.
+		if got := core.ClientKey(l, "10.0.0.1:443", req("X-Forwarded-For", "198.51.100.7, ::ffff:10.0.0.1")); got != "198.51.100.7" {
+			t.Errorf("WithTrustedProxies(%q): a mapped trusted hop: key %q, want the client's", trusted, got)
+		}
+	}
+}

@@ -277,6 +277,11 @@ func withExtension(key, value any) Option {
 
 func parsePrefix(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			// ::ffff:10.0.0.0/104 means 10.0.0.0/8: the addresses it is matched with
+			// are unmapped, and a mapped prefix contains no unmapped address.
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
