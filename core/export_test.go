@@ -82,3 +82,9 @@ func (p *Policy) Unit() time.Duration { return time.Duration(p.units.u) }
 func (m *MemoryStore) ReleaseAt(q Query, grant int64) error {
 	return m.Release(context.Background(), q, grant)
 }
+
+// QuotaLimits is how many limits q reaches.
+func QuotaLimits(q *Quota) int {
+	ls, _ := q.limits()
+	return len(ls)
+}

@@ -98,7 +98,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	}
 	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
 	if l.cfg.quota != nil {
-		l.cfg.quota.l.Store(l) // a router rebuilt registers again: the latest limit wins
+		l.cfg.quota.register(l)
 	}
 	return l, nil
 }

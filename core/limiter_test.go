@@ -277,3 +277,44 @@ func TestTiersValidatedAtRegistration(t *testing.T) {
 		}
 	}
 }
+
+// A Quota given to several limits (grpclimit.New gives its options to every entry)
+// reaches them all: Reset forgets the key in each, Peek answers with the tightest. A limit
+// registered again with the same policy and scope (a router rebuilt) replaces its earlier
+// self rather than adding to what Reset walks.
+func TestQuotaReachesEveryLimitItIsGiven(t *testing.T) {
+	q := new(core.Quota)
+	store := core.NewMemoryStore(nil)
+	opts := []core.Option{core.WithStore(store), core.WithScope("auth"), core.WithQuota(q)}
+	login, reset := adapter.Must(1, time.Minute, opts...), adapter.Must(2, time.Minute, opts...)
+	again := adapter.Must(2, time.Minute, opts...) // the second limit registered again
+	in := adapter.Input{Route: "/x", Peer: "192.0.2.1:1"}
+	if got := admitted([]adapter.Limiter{login}, in, 2); got != 1 {
+		t.Fatalf("1/1m: %d of 2 admitted", got)
+	}
+	if got := admitted([]adapter.Limiter{reset}, in, 1); got != 1 {
+		t.Fatalf("2/1m: %d of 1 admitted", got)
+	}
+	d, err := q.Peek(context.Background(), "192.0.2.1")
+	if err != nil || d.Allowed || d.Rate.Count != 1 {
+		t.Fatalf("Peek with 1/1m spent and 2/1m not: %+v %v; want the tightest answer, 1/1m's refusal", d, err)
+	}
+	if err := q.Reset(context.Background(), "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		l adapter.Limiter
+		n int
+	}{"1/1m": {login, 1}, "2/1m registered again": {again, 2}} {
+		if got := admitted([]adapter.Limiter{c.l}, in, c.n+1); got != c.n {
+			t.Errorf("%s after Quota.Reset: %d of %d admitted, want %d", name, got, c.n+1, c.n)
+		}
+	}
+	d, err = q.Peek(context.Background(), "192.0.2.1")
+	if err != nil || d.Allowed || d.RetryAfter < 59*time.Second {
+		t.Fatalf("Peek with both spent: %+v %v; want a refusal", d, err)
+	}
+	if n := core.QuotaLimits(q); n != 2 {
+		t.Errorf("the Quota reaches %d limits, want 2: a limit registered again replaces itself", n)
+	}
+}

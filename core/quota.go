@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -22,11 +23,39 @@ import (
 // limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset also
 // finds where a key function gave none. Safe for concurrent use; fails until registered.
 type Quota struct {
-	l atomic.Pointer[limiter]
+	mu sync.Mutex // serializes registrations
+	ls atomic.Pointer[[]*limiter]
 }
 
 // errNoLimit is returned by a Quota whose limit has not been registered.
 var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
+
+// register adds l to the limits q reaches. A limit of the same policy and scope, whose
+// buckets are l's (a router rebuilt registers again), is replaced, so that the list
+// stays as long as the distinct limits.
+func (q *Quota) register(l *limiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ls []*limiter
+	if old := q.ls.Load(); old != nil {
+		for _, o := range *old {
+			if o.policy.text != l.policy.text || o.cfg.scope != l.cfg.scope {
+				ls = append(ls, o)
+			}
+		}
+	}
+	ls = append(ls, l)
+	q.ls.Store(&ls)
+}
+
+// limits returns the limits q reaches, or errNoLimit for none.
+func (q *Quota) limits() ([]*limiter, error) {
+	ls := q.ls.Load()
+	if ls == nil {
+		return nil, errNoLimit
+	}
+	return *ls, nil
+}
 
 // A Resetter is a Store that can forget a bucket, every rate at once (concurrent decisions
 // see it before or after); Quota.Reset needs it.
@@ -34,7 +63,7 @@ type Resetter interface {
 	Reset(ctx context.Context, q Query) error
 }
 
-// WithQuota makes q reach this limit's buckets; the limit needs WithScope.
+// WithQuota makes q reach this limit's buckets too; the limit needs WithScope.
 func WithQuota(q *Quota) Option {
 	return func(c *config) error {
 		if q == nil {
@@ -45,12 +74,21 @@ func WithQuota(q *Quota) Option {
 	}
 }
 
-// Reset forgets every grant of key, in the limit's rates and its tiers'.
+// Reset forgets every grant of key, in the limits' rates and their tiers'.
 func (q *Quota) Reset(ctx context.Context, key string) error {
-	l := q.l.Load()
-	if l == nil {
-		return errNoLimit
+	ls, err := q.limits()
+	if err != nil {
+		return err
 	}
+	for _, l := range ls {
+		if err := l.reset(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *limiter) reset(ctx context.Context, key string) error {
 	r, ok := l.store.(Resetter)
 	if !ok {
 		return fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store)
@@ -72,15 +110,33 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-// Peek reports what the limit's own policy tells key now, recording nothing.
+// Peek reports the limits' tightest answer for key now, recording nothing.
 func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
-	l := q.l.Load()
-	if l == nil {
-		return Decision{}, errNoLimit
-	}
-	d, err := l.store.Decide(ctx, Query{Policy: l.policy, Scope: l.cfg.scope, Key: key, Mode: Peek, Cost: 1})
+	ls, err := q.limits()
 	if err != nil {
-		return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, l.policy, err)
+		return Decision{}, err
 	}
-	return d, nil
+	var tightest Decision
+	for i, l := range ls {
+		d, err := l.store.Decide(ctx, Query{Policy: l.policy, Scope: l.cfg.scope, Key: key, Mode: Peek, Cost: 1})
+		if err != nil {
+			return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, l.policy, err)
+		}
+		if i == 0 || tighter(d, tightest) {
+			tightest = d
+		}
+	}
+	return tightest, nil
+}
+
+// tighter reports whether a binds more than b: refused where b is admitted, or refused
+// longer, or admitted with less left.
+func tighter(a, b Decision) bool {
+	if a.Allowed != b.Allowed {
+		return !a.Allowed
+	}
+	if !a.Allowed {
+		return a.RetryAfter > b.RetryAfter
+	}
+	return a.Remaining < b.Remaining
 }

@@ -1,0 +1,53 @@
+package grpclimit_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/grpclimit"
+)
+
+// Options apply to every entry of one New: a Quota given to a New of several entries
+// reaches each; it reached only the last, and Reset left the others' grants.
+func TestQuotaResetsEveryEntryOfOneNew(t *testing.T) {
+	var q core.Quota
+	ic := grpclimit.Must(map[string]string{check: "1/1m", emptyCall: "2/1m"},
+		fresh(), core.WithScope("auth"), core.WithKey(core.KeyByHeader("user")), core.WithQuota(&q))
+	conn := limited(t, ic)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "user", "alice")
+	call := func(method string) codes.Code {
+		var err error
+		if method == check {
+			_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		} else {
+			_, err = testpb.NewTestServiceClient(conn).EmptyCall(ctx, &testpb.Empty{})
+		}
+		return status.Code(err)
+	}
+	for method, n := range map[string]int{check: 1, emptyCall: 2} {
+		for i := range n + 1 {
+			want := codes.OK
+			if i == n {
+				want = codes.ResourceExhausted
+			}
+			if got := call(method); got != want {
+				t.Fatalf("%s call %d: %v, want %v", method, i+1, got, want)
+			}
+		}
+	}
+	if err := q.Reset(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{check, emptyCall} {
+		if got := call(method); got != codes.OK {
+			t.Errorf("after Quota.Reset(\"alice\"): %s refused (%v); its grants were not forgotten", method, got)
+		}
+	}
+}
