@@ -39,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -233,6 +234,7 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 			// Fails only outside a server's call (an interceptor called directly), where
 			// there is no response to carry the fields.
 			_ = grpc.SetHeader(ctx, md)
+			ctx = withSent(ctx, md)
 		}
 		if err != nil {
 			return nil, err
@@ -260,6 +262,9 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 		v, md, err := ic.check(ss.Context(), e, info.FullMethod)
 		if md != nil {
 			_ = ss.SetHeader(md)
+			if ctx := withSent(ss.Context(), md); ctx != ss.Context() {
+				ss = sentStream{ss, ctx}
+			}
 		}
 		if err != nil {
 			return err
@@ -286,8 +291,10 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (ada
 	if e.needsRequest {
 		in.Request = &request{ctx: ctx, method: method, peer: addr}
 	}
-	md := metadata.MD{}
-	v := e.l.Check(ctx, in, headerSetter(md))
+	h := &headerSetter{md: metadata.MD{}}
+	h.sent, _ = ctx.Value(sentKey{}).([]string)
+	v := e.l.Check(ctx, in, h)
+	md := h.md
 	if len(md) == 0 {
 		md = nil
 	}
@@ -366,19 +373,55 @@ type denyKey struct{}
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // headerSetter gathers the rate-limit fields as gRPC response metadata, whose keys are
-// lowercase.
-type headerSetter metadata.MD
+// lowercase. A server cannot read back the header metadata set so far, so the members
+// that limits earlier in the chain sent come through the context (sent): a limit of the
+// same policy then names its members apart, as on HTTP.
+type headerSetter struct {
+	md   metadata.MD
+	sent []string // the RateLimit-Policy members earlier limits on the call sent
+}
 
-func (h headerSetter) Set(name, value string) {
-	h[metadataKey(name)] = []string{strings.Clone(value)} // core's values may be transient
+func (h *headerSetter) Set(name, value string) {
+	h.md[metadataKey(name)] = []string{strings.Clone(value)} // core's values may be transient
 }
 
 // Add keeps the values already set: a RateLimit field is a list with a member for every
 // limit that applies, and a metadata key with several values is such a list.
-func (h headerSetter) Add(name, value string) {
+func (h *headerSetter) Add(name, value string) {
 	k := metadataKey(name)
-	h[k] = append(h[k], value)
+	h.md[k] = append(h.md[k], strings.Clone(value))
 }
+
+// Values is what the field holds so far, on this call: for RateLimit-Policy, the members
+// earlier limits sent too.
+func (h *headerSetter) Values(name string) []string {
+	k := metadataKey(name)
+	if k == HeaderRateLimitPolicy && len(h.sent) > 0 {
+		return append(slices.Clip(h.sent), h.md[k]...)
+	}
+	return h.md[k]
+}
+
+type sentKey struct{}
+
+// withSent is ctx carrying the RateLimit-Policy members of md on, after those sent before,
+// to the limits later in the chain.
+func withSent(ctx context.Context, md metadata.MD) context.Context {
+	members := md[HeaderRateLimitPolicy]
+	if len(members) == 0 {
+		return ctx
+	}
+	sent, _ := ctx.Value(sentKey{}).([]string)
+	return context.WithValue(ctx, sentKey{}, append(slices.Clip(sent), members...))
+}
+
+// sentStream is a stream whose context carries the members sent (see withSent).
+type sentStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s sentStream) Context() context.Context { return s.ctx }
 
 func metadataKey(name string) string {
 	switch name {
