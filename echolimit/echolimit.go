@@ -9,9 +9,10 @@
 // counts every request in one bucket per client; so do requests that match no route.
 //
 // The client IP is the peer's, unless core.WithClientIPFromFramework says to take
-// c.RealIP(): Echo's RealIP believes X-Forwarded-For from any client when no IPExtractor
-// is set, and its extractors trust every private, loopback and link-local peer unless
-// told otherwise, so an application opts in once its extractor trusts only its proxies.
+// c.RealIP(), from the application's Echo#IPExtractor. With no IPExtractor set the peer's
+// IP is used even then: RealIP would believe X-Forwarded-For and X-Real-IP from any
+// client. Echo's extractors trust every private, loopback and link-local peer unless told
+// otherwise, so an application opts in once its extractor trusts only its proxies.
 // Refused requests get 429 with Retry-After; every response carries the IETF RateLimit and
 // RateLimit-Policy fields.
 //
@@ -73,7 +74,9 @@ type limited struct {
 func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	r := c.Request()
 	peer := r.RemoteAddr
-	if m.frameworkIP {
+	if m.frameworkIP && c.Echo().IPExtractor != nil {
+		// Without an extractor, RealIP takes X-Forwarded-For and X-Real-IP from any
+		// client, so every client could pick its own bucket: the peer it is.
 		peer = c.RealIP()
 	}
 	in := adapter.Input{Route: c.Path(), Peer: peer}
