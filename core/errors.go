@@ -2,8 +2,7 @@ package core
 
 import "errors"
 
-// Errors a policy or a decision can fail with. They are wrapped with the offending value;
-// test for them with errors.Is.
+// Errors of policies and decisions, wrapped: test with errors.Is.
 var (
 	// ErrBadPolicy: a policy's text does not parse, or a count or period is out of range.
 	ErrBadPolicy = errors.New("reqlimit: bad policy")

@@ -77,7 +77,8 @@ func WithKey(key KeyFunc) Option {
 	}
 }
 
-// KeyByHeader keys requests by a request header, such as an API token.
+// KeyByHeader keys requests by a request header, such as an API token checked before the
+// limit: each value a client makes up gets a quota of its own.
 func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) { return r.Header(name), nil }
 }

@@ -14,7 +14,6 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -32,24 +31,28 @@ func newRouter() *chi.Mux {
 	hello := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") }
 	r.With(nethttp.Limit(3, time.Minute)).Get("/user/test", hello)
 	r.With(nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))).Get("/search", hello)
-	// Each API token has its own quota, by its plan; requests without one are counted per IP.
-	r.With(nethttp.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")), core.WithTiers(plan, plans))).Get("/api/data", hello)
+	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
+	r.With(nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans))).Get("/api/data", hello)
 	return r
 }
 
-// plan names the plan of a request's API token: tokens starting "pro-" are on the pro plan
-// (100 a minute), "internal-" ones unlimited, others free (the limit's own 10 a minute).
-// A real application looks the token up; a client cannot pick its plan by header alone.
-func plan(r core.Request) string {
-	token := r.Header("X-API-Token")
-	switch {
-	case strings.HasPrefix(token, "pro-"):
-		return "pro"
-	case strings.HasPrefix(token, "internal-"):
-		return "internal"
+// issued stands for the application's store of the API tokens it issued, and their plans.
+var issued = map[string]string{"alice": "free", "pro-7f3a9c": "pro", "internal-2b81e4": "internal"}
+
+// token keys a request by its API token if the application issued it, any other request
+// by the client's IP: keyed by whatever it sends, a client would make up a token for a
+// fresh quota whenever its own ran out.
+func token(r core.Request) (string, error) {
+	if t := r.Header("X-API-Token"); issued[t] != "" {
+		return t, nil
 	}
-	return ""
+	return "", nil
 }
+
+// plan names the plan of a request's token: pro tokens get 100 a minute, internal ones
+// are unlimited, others the limit's own 10 a minute. It is looked up, never read from the
+// token's text, which the client chooses.
+func plan(r core.Request) string { return issued[r.Header("X-API-Token")] }
 
 // plans are the policies of the plans other than the free one.
 var plans = map[string]string{"pro": "100/1m", "internal": "unlimited"}

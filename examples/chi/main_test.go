@@ -14,7 +14,7 @@ import (
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
-func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newRouter())) }
+func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newRouter()), issue) }
 
 // TestMountings holds chi's three ways to mount a limit to the README's table: r.With keys
 // by route pattern; r.Use counts every route in one bucket per client (the route is not
@@ -68,3 +68,6 @@ func TestMountings(t *testing.T) {
 		})
 	}
 }
+
+// issue adds token to the tokens the application issued.
+func issue(token, plan string) { issued[token] = plan }

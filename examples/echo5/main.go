@@ -10,7 +10,6 @@ import (
 	"flag"
 	"log"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -28,8 +27,8 @@ func newEcho() *echo.Echo {
 	hello := func(c *echo.Context) error { return c.String(http.StatusOK, "hello\n") }
 	e.GET("/user/test", hello, echolimit.Limit(3, time.Minute))
 	e.GET("/search", hello, echolimit.Limit(5, time.Second, core.WithRate(20, time.Minute)))
-	// Each API token has its own quota, by its plan; requests without one are counted per IP.
-	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(core.KeyByHeader("X-API-Token")), core.WithTiers(plan, plans)))
+	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
+	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans)))
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	e.POST("/login", login, echolimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)))
@@ -47,19 +46,23 @@ func login(c *echo.Context) error {
 	return c.String(http.StatusOK, "welcome\n")
 }
 
-// plan names the plan of a request's API token: tokens starting "pro-" are on the pro plan
-// (100 a minute), "internal-" ones unlimited, others free (the limit's own 10 a minute).
-// A real application looks the token up; a client cannot pick its plan by header alone.
-func plan(r core.Request) string {
-	token := r.Header("X-API-Token")
-	switch {
-	case strings.HasPrefix(token, "pro-"):
-		return "pro"
-	case strings.HasPrefix(token, "internal-"):
-		return "internal"
+// issued stands for the application's store of the API tokens it issued, and their plans.
+var issued = map[string]string{"alice": "free", "pro-7f3a9c": "pro", "internal-2b81e4": "internal"}
+
+// token keys a request by its API token if the application issued it, any other request
+// by the client's IP: keyed by whatever it sends, a client would make up a token for a
+// fresh quota whenever its own ran out.
+func token(r core.Request) (string, error) {
+	if t := r.Header("X-API-Token"); issued[t] != "" {
+		return t, nil
 	}
-	return ""
+	return "", nil
 }
+
+// plan names the plan of a request's token: pro tokens get 100 a minute, internal ones
+// are unlimited, others the limit's own 10 a minute. It is looked up, never read from the
+// token's text, which the client chooses.
+func plan(r core.Request) string { return issued[r.Header("X-API-Token")] }
 
 // plans are the policies of the plans other than the free one.
 var plans = map[string]string{"pro": "100/1m", "internal": "unlimited"}

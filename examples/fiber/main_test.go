@@ -29,10 +29,13 @@ func TestLimits(t *testing.T) {
 		ctx.Init(&req, remote, nil)
 		handler(&ctx)
 		return ctx.Response.StatusCode(), string(ctx.Response.Header.Peek("Retry-After"))
-	})
+	}, issue)
 }
 
 // Failed logins count, 5 per 15 minutes; successful ones do not.
 func TestLogin(t *testing.T) {
 	exampletest.CheckLoginFasthttp(t, newApp().Handler(), password)
 }
+
+// issue adds token to the tokens the application issued.
+func issue(token, plan string) { issued[token] = plan }

@@ -10,7 +10,7 @@ import (
 
 func TestLimits(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	exampletest.Check(t, exampletest.HTTP(newRouter()))
+	exampletest.Check(t, exampletest.HTTP(newRouter()), issue)
 }
 
 // Failed logins count, 5 per 15 minutes; successful ones do not.
@@ -18,3 +18,6 @@ func TestLogin(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	exampletest.CheckLoginHTTP(t, newRouter(), password)
 }
+
+// issue adds token to the tokens the application issued.
+func issue(token, plan string) { issued[token] = plan }

@@ -38,8 +38,21 @@ func newRouter(rdb redis.UniversalClient, opts ...redisstore.Option) *gin.Engine
 	hello := func(c *gin.Context) { c.String(http.StatusOK, "hello\n") }
 	r.GET("/user/test", ginlimit.Limit(3, time.Minute, with()...), hello)
 	r.GET("/search", ginlimit.Limit(5, time.Second, with(core.WithRate(20, time.Minute))...), hello)
-	r.GET("/api/data", ginlimit.Limit(10, time.Minute, with(core.WithKey(core.KeyByHeader("X-API-Token")))...), hello)
+	r.GET("/api/data", ginlimit.Limit(10, time.Minute, with(core.WithKey(token))...), hello)
 	return r
+}
+
+// issued stands for the application's store of the API tokens it issued.
+var issued = map[string]bool{"alice": true}
+
+// token keys a request by its API token if the application issued it, any other request
+// by the client's IP: keyed by whatever it sends, a client would make up a token for a
+// fresh quota whenever its own ran out.
+func token(r core.Request) (string, error) {
+	if t := r.Header("X-API-Token"); issued[t] {
+		return t, nil
+	}
+	return "", nil
 }
 
 func main() {

@@ -1,7 +1,7 @@
 // Package exampletest checks the example applications, which all declare the same limits:
 // GET /user/test 3 a minute, GET /search 5 a second and 20 a minute, GET /api/data 10 a
-// minute per X-API-Token (100 for pro- tokens, none for internal- ones), and POST /login
-// 5 failed attempts per 15 minutes.
+// minute per X-API-Token the application issued (100 for pro tokens, none for internal
+// ones) and per IP for any other request, and POST /login 5 failed attempts per 15 minutes.
 package exampletest
 
 import (
@@ -48,8 +48,9 @@ func HTTP(h http.Handler) Send {
 	}
 }
 
-// Check drives a freshly built example application through its limits.
-func Check(t *testing.T, get Send) {
+// Check drives a freshly built example application through its limits. issue adds an API
+// token to those the application issued, on a plan ("free", "pro" or "internal").
+func Check(t *testing.T, get Send, issue func(token, plan string)) {
 	for i := 1; i <= 4; i++ {
 		code, retry := get(t, "/user/test")
 		if want := map[bool]int{true: 429, false: 200}[i == 4]; code != want {
@@ -66,6 +67,8 @@ func Check(t *testing.T, get Send) {
 	}
 	// Tokens of this run only: the default store outlives it.
 	a, b := "token-a-"+NextRemote(), "token-b-"+NextRemote()
+	issue(a, "free")
+	issue(b, "free")
 	for i := 1; i <= 10; i++ {
 		if code, _ := get(t, "/api/data", "X-API-Token", a); code != 200 {
 			t.Fatalf("token a's request %d: status %d, want 200", i, code)
@@ -77,11 +80,25 @@ func Check(t *testing.T, get Send) {
 	if code, _ := get(t, "/api/data", "X-API-Token", b); code != 200 {
 		t.Fatalf("token b: status %d, want 200", code)
 	}
+	// Without a token, or with one the application never issued, the client's IP is the
+	// key: a made-up token must not buy a fresh quota.
 	if code, _ := get(t, "/api/data"); code != 200 {
 		t.Fatalf("no token (keyed by IP): status %d, want 200", code)
 	}
-	// Plans: a pro token has 100 a minute, an internal one no limit.
+	for i := 2; i <= 11; i++ {
+		want := map[bool]int{true: 429, false: 200}[i == 11]
+		if code, _ := get(t, "/api/data", "X-API-Token", fmt.Sprintf("made-up-%d-%s", i, NextRemote())); code != want {
+			t.Fatalf("request %d from one IP, with a token never issued: status %d, want %d (keyed by the IP, 10 a minute)", i, code, want)
+		}
+	}
+	// Plans: a pro token has 100 a minute, an internal one no limit; the plan is the
+	// token's as issued, not read from its text.
 	pro, internal := "pro-"+NextRemote(), "internal-"+NextRemote()
+	issue(pro, "pro")
+	issue(internal, "internal")
+	if code, _ := get(t, "/api/data", "X-API-Token", "internal-"+NextRemote()); code != 429 {
+		t.Fatalf("a made-up internal- token from the spent IP: status %d, want 429", code)
+	}
 	for i := 1; i <= 11; i++ {
 		if code, _ := get(t, "/api/data", "X-API-Token", pro); code != 200 {
 			t.Fatalf("pro token's request %d: status %d, want 200 (100 a minute)", i, code)
