@@ -342,15 +342,15 @@ func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 		return e
 	}
 	m := t.store
-	if m.keys.Load() >= m.maxKeys {
+	if !m.reserve() {
 		// A step here and a step of the round, not whole shards: a flood of newcomers
 		// must not make each of them scan the store while holding a shard's lock.
 		sh.sweepStep(t, now)
-		if m.keys.Load() >= m.maxKeys {
+		if !m.reserve() {
 			m.sweepRound(sh, now)
-		}
-		if m.keys.Load() >= m.maxKeys {
-			return t.overflowEntry()
+			if !m.reserve() {
+				return t.overflowEntry()
+			}
 		}
 	}
 	s := make([]int64, t.width)
@@ -358,8 +358,22 @@ func (sh *tableShard) add(t *keyTable, h uint64, now int64) *int64 {
 	t.reset(s[2:])
 	t.inheritOverflow(s)
 	sh.insert(&s[0], h)
-	m.keys.Add(1)
 	return &s[0]
+}
+
+// reserve counts a new key if the store holds fewer than MaxKeys. Newcomers in other
+// shards add keys at the same time, under other locks: a check and a later add would let
+// each of them past the cap.
+func (m *MemoryStore) reserve() bool {
+	for {
+		n := m.keys.Load()
+		if n >= m.maxKeys {
+			return false
+		}
+		if m.keys.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // reset clears a key's state s to hold no grant.

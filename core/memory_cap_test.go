@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +105,41 @@ func TestPeriodBounds(t *testing.T) {
 	}
 	if _, err := adapter.New(1, core.MaxPeriodForTest); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// MaxKeys holds when newcomers arrive together: each checked the count under its own
+// shard's lock only, so newcomers in different shards all saw room and got an entry.
+func TestMaxKeysHoldsUnderConcurrentNewcomers(t *testing.T) {
+	// Twenty bounded rates: an entry of about 17 KB, whose making widens the gap between a
+	// newcomer's look at the count and its increment, as a loaded machine would.
+	var rates []core.Rate
+	for i := range 20 {
+		rates = append(rates, core.Rate{Count: 1000 + i, Period: time.Hour})
+	}
+	p := mustPolicy(rates...)
+	worst, trials := 0, 300
+	if testing.Short() {
+		trials = 30
+	}
+	for trial := range trials {
+		s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: 4, SweepInterval: time.Hour})
+		const n = 64
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for g := range n {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				s.Decide(context.Background(), core.Query{Policy: p, Key: fmt.Sprint("client-", trial, "-", g)})
+			}()
+		}
+		start.Done()
+		done.Wait()
+		worst = max(worst, s.Len())
+	}
+	if worst > 4 {
+		t.Fatalf("MaxKeys 4: a store held %d keys after 64 distinct newcomers arrived together", worst)
 	}
 }
