@@ -63,6 +63,14 @@ type keyTable struct {
 	// on one route always brings the same scope, so its hash is computed once. Set once,
 	// so a table shared by many routes allocates nothing either.
 	scope atomic.Pointer[scopeHash]
+
+	// fences holds, per key reset within its longest period, the latest time a grant the
+	// reset forgot can carry (in the grants' unit: the compact log's for a compact table).
+	// A grant is found by its time, or its bucket's or unit's, so without the fence a
+	// request in flight across a reset would give back a grant made after it.
+	fenceMu sync.Mutex
+	fences  map[uint64]int64
+	fenced  atomic.Bool // fences may hold a key: Release looks
 }
 
 type scopeHash struct {
@@ -248,10 +256,56 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	mu := entryLock(s)
 	mu.Lock()
 	if atomic.LoadInt64(&s[0]) != sweptHash {
+		// Read under the key's lock: every grant the reset forgets was decided before,
+		// on an earlier reading, so none is later than this one.
+		t.fence(h, m.now())
 		t.reset(s[2:])
 	}
 	mu.Unlock()
 	return nil
+}
+
+// fence records that the reset of key h at now forgot every grant up to now. Fences
+// older than the longest period are dropped: a grant that old is out of every window.
+func (t *keyTable) fence(h uint64, now int64) {
+	at := now
+	if t.compact {
+		c := &t.policy.units
+		at = c.ceil(now, c.floor(now))
+	}
+	t.fenceMu.Lock()
+	defer t.fenceMu.Unlock()
+	if t.fences == nil {
+		t.fences = map[uint64]int64{}
+	}
+	if len(t.fences) >= 64 {
+		for k, f := range t.fences {
+			if t.fenceGone(f, now) {
+				delete(t.fences, k)
+			}
+		}
+	}
+	t.fences[h] = at
+	t.fenced.Store(true)
+}
+
+// fenceGone reports whether a fence at f is older than every window at now.
+func (t *keyTable) fenceGone(f, now int64) bool {
+	if t.compact {
+		f *= t.policy.units.u
+	}
+	return now-f > 2*int64(t.policy.longest)
+}
+
+// fencedOut reports whether grant was made before a reset of key h, which forgot it.
+func (t *keyTable) fencedOut(h uint64, grant int64) bool {
+	if !t.fenced.Load() {
+		return false
+	}
+	t.fenceMu.Lock()
+	f, ok := t.fences[h]
+	t.fenceMu.Unlock()
+	return ok && grant <= f
 }
 
 // Release implements Releaser; it fails only for a nil policy.
@@ -273,7 +327,9 @@ func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 	s := unsafe.Slice(e, t.width)
 	mu := entryLock(s)
 	mu.Lock()
-	if atomic.LoadInt64(&s[0]) != sweptHash {
+	// Under the key's lock, as Reset sets its fence: a grant the key was reset since is
+	// gone, and its time (or bucket, or unit) may be a later grant's.
+	if atomic.LoadInt64(&s[0]) != sweptHash && !t.fencedOut(h, grant) {
 		if t.compact {
 			p.releaseCompact(s[2:], grant, q.Cost)
 		} else {

@@ -1,0 +1,136 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
+	"github.com/reqlimit/reqlimit/internal/adapter"
+)
+
+// Giving back (Release) a grant that a Reset already forgot changes nothing. The stores
+// find the grant to give back by its time (the exact ring: an entry equal to
+// Decision.Grant; a bounded rate: the bucket of that time; the compact log: the unit), so
+// after a Reset, grants recorded later at the same time were taken for the forgotten one,
+// and one of them was given back: one request more than the count in one window.
+
+// releaseAfterReset admits one grant (the one a WithCountWhen request holds while in
+// flight), resets the bucket (Quota.Reset), fills the whole quota again after the reset,
+// then gives the first grant back, and wants the next request refused.
+func releaseAfterReset(t *testing.T, s *core.MemoryStore, clock *storetest.ManualClock, p *core.Policy, step time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+	n := p.Rates()[0].Count
+	first, err := s.Decide(ctx, q)
+	if err != nil || !first.Allowed {
+		t.Fatalf("first request: %+v %v", first, err)
+	}
+	clock.Advance(step)
+	if err := s.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		clock.Advance(step)
+		if d, err := s.Decide(ctx, q); err != nil || !d.Allowed {
+			t.Fatalf("request %d after the reset: %+v %v", i+1, d, err)
+		}
+	}
+	// The first grant was forgotten by the reset: giving it back must change nothing.
+	if err := s.Release(ctx, q, first.Grant); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(step)
+	if d, _ := s.Decide(ctx, q); d.Allowed {
+		t.Fatalf("%v: %d grants recorded after the reset, all within %v, and one more admitted: giving back a grant the reset had forgotten took away one made after it (%+v)",
+			p, n, time.Duration(n+1)*step, d)
+	}
+}
+
+// A rate above 256 per period is counted in 100 buckets of T/100 (36 s for an hour): a
+// grant made before the reset is given back out of the bucket that holds the new ones.
+func TestReleaseAfterResetBounded(t *testing.T) {
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+	releaseAfterReset(t, s, clock, mustParse("300/1h"), 10*time.Millisecond)
+}
+
+// The compact log keeps times in units (50 ms for 15 minutes): grants in the unit of the
+// forgotten one are taken for it.
+func TestReleaseAfterResetCompact(t *testing.T) {
+	// Off a unit's edge, as a real clock nearly always is: the grants below all round up to
+	// the end of one unit. The store counts from its first reading.
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: true})
+	clock.Advance(time.Millisecond) // the store counts from its first reading
+	releaseAfterReset(t, s, clock, mustParse("5/15m"), time.Millisecond)
+}
+
+// The exact log, on a clock that did not move between the grants (a coarse clock, or a
+// test's).
+func TestReleaseAfterResetExact(t *testing.T) {
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+	releaseAfterReset(t, s, clock, mustParse("5/15m"), 0)
+}
+
+// The same through a limit, as docs/operations.md describes it: a login limit counting
+// only failed attempts (WithCountWhen(Failed)), reset by its Quota after a password reset.
+// A login in flight during the reset succeeds afterwards, and its slot is given back: one
+// failed attempt more than the limit is then admitted within the window.
+//
+// docs/operations.md, "Counting failed attempts": "in any interval of the period at most
+// the limit's count of requests that count are admitted".
+func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		count   int
+		period  time.Duration
+		compact bool
+	}{
+		{"bounded 300/1h", 300, time.Hour, false},
+		{"compact 5/15m", 5, 15 * time.Minute, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+			quota := new(core.Quota)
+			store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
+			clock.Advance(time.Millisecond) // off a unit's edge, as a real clock nearly always is
+			l, err := adapter.New(c.count, c.period, core.WithStore(store), core.WithScope("login-"+c.name),
+				core.WithCountWhen(core.Failed), core.WithQuota(quota))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := adapter.Input{Route: "POST /login", Peer: "192.0.2.1:1"}
+			inFlight := l.Check(ctx, in, nil) // a login whose handler is still running
+			if !inFlight.Allowed {
+				t.Fatal("first login refused")
+			}
+			clock.Advance(time.Millisecond)
+			if err := quota.Reset(ctx, "192.0.2.1"); err != nil { // the password was reset
+				t.Fatal(err)
+			}
+			failed := 0
+			for range c.count { // failed attempts after the reset: each counts
+				clock.Advance(time.Millisecond)
+				v := l.Check(ctx, in, nil)
+				if !v.Allowed {
+					t.Fatalf("failed attempt %d after the reset refused", failed+1)
+				}
+				l.Settle(ctx, v, 401)
+				failed++
+			}
+			l.Settle(ctx, inFlight, 200) // the login in flight succeeded: its slot goes back
+			clock.Advance(time.Millisecond)
+			v := l.Check(ctx, in, nil)
+			if v.Allowed {
+				l.Settle(ctx, v, 401)
+				t.Fatalf("%d failed attempts counted within %v, then one more admitted (and failed): %d counted in one window of a %d/%v limit",
+					failed, time.Duration(failed+2)*time.Millisecond, failed+1, c.count, c.period)
+			}
+		})
+	}
+}
