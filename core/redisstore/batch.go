@@ -40,6 +40,7 @@ type call struct {
 	ctx      context.Context
 	script   *redis.Script
 	key      string
+	fence    string // a second key, for release.lua: the key's reset fence
 	args     []any
 	deadline time.Time
 	v        reply
@@ -169,10 +170,11 @@ func (s *Store) queueFor(key string) *queue {
 	return q
 }
 
-// run sends the script within the store's deadline (and ctx's, if earlier).
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
+// run sends the script within the store's deadline (and ctx's, if earlier). fence, if not
+// "", is a second key the script reads, in key's slot.
+func (s *Store) run(ctx context.Context, script *redis.Script, key, fence string, args []any) (reply, error) {
 	c := calls.Get().(*call)
-	c.ctx, c.script, c.key, c.args = ctx, script, key, args
+	c.ctx, c.script, c.key, c.fence, c.args = ctx, script, key, fence, args
 	now := time.Now()
 	budget := s.timeout
 	c.deadline = now.Add(budget)
@@ -215,7 +217,7 @@ func (s *Store) runOn(q *queue, c *call) (reply, error) {
 	}
 	q.mu.Unlock()
 	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
-	c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
+	c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
 	cancel()
 	if s.land(q) {
 		go s.fly(q)
@@ -327,7 +329,7 @@ func (s *Store) send(batch []*call) {
 	case 1:
 		c := live[0]
 		ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
-		c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
+		c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
 		cancel()
 	default:
 		// A pipeline serves several callers, so it has none's context (its values, a
@@ -350,7 +352,7 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 	cmds := make([]*redis.Cmd, len(batch))
 	pipe := s.client.Pipeline()
 	for i, c := range batch {
-		cmds[i] = c.script.EvalSha(ctx, pipe, []string{c.key}, c.args...)
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys(), c.args...)
 	}
 	pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -363,13 +365,13 @@ func (s *Store) evalAll(ctx context.Context, batch []*call) {
 		pipe = s.client.Pipeline()
 		for _, i := range again {
 			c := batch[i]
-			cmds[i] = c.script.Eval(ctx, pipe, []string{c.key}, c.args...)
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys(), c.args...)
 		}
 		pipe.Exec(ctx)
 	}
 	for i, c := range batch {
 		if notRun(cmds[i].Err()) && waited(c) {
-			c.v, c.err = s.eval(ctx, c.script, c.key, c.args)
+			c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
 			continue
 		}
 		c.v, c.err = replyOf(cmds[i])
@@ -397,4 +399,12 @@ func notRun(err error) bool {
 		}
 	}
 	return false
+}
+
+// keys is the call's KEYS.
+func (c *call) keys() []string {
+	if c.fence == "" {
+		return []string{c.key}
+	}
+	return []string{c.key, c.fence}
 }

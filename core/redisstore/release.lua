@@ -10,10 +10,12 @@
 -- KEYS[1]  the key's state, in the layout of the script that decides the policy: exact1.lua
 --            (kind 1), exactn.lua (2), bounded1.lua (3), boundedn.lua (4), decide.lua (5),
 --            compact1.lua (6).
+-- KEYS[2]  the key's reset fence (reset.lua): a grant no later than it was forgotten.
 -- ARGV[1]  packed little-endian i8: kind, the grant's time (microseconds, as the decision
 --          replied; for kind 6 in the key's units, the reply divided by the unit), its
 --          cost, L (the ring's length; 0 without one), the number of rates, the number of
---          bounded rates, then each bounded rate's granule (microseconds).
+--          bounded rates, each bounded rate's granule (microseconds), then the microseconds
+--          the grant's time counts in (kind 6: the unit; else 1).
 -- Returns  the units given back, then zeros (the decision scripts' reply shape).
 --#include prelude
 local floor, rep, sub = math.floor, string.rep, string.sub
@@ -23,6 +25,13 @@ local key = KEYS[1]
 local NB = 101
 local s = call('GET', key)
 if not s then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
+-- A key reset since the grant forgot it, and its time, bucket or unit may be a later
+-- grant's now. The fence is in microseconds; a grant of kind 6 in units, rounded up.
+local fence = call('GET', KEYS[2])
+if fence and #fence == 8 then
+  local unit = unpack('<i8', arg, 49 + 8 * nb)
+  if now <= floor((unpack('<i8', fence) + unit - 1) / unit) then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
+end
 
 -- Where each bounded rate's [lo][sum][newest] and its first count are (bytes, from 1), the
 -- ring's header size and the size of its entries: i7 microseconds, or for kind 6 a uint16

@@ -38,6 +38,7 @@ var (
 	boundedNSrc = mustAssemble("boundedn.lua")
 	decideSrc   = mustAssemble("decide.lua")
 	releaseSrc  = mustAssemble("release.lua")
+	resetSrc    = mustAssemble("reset.lua")
 )
 
 func mustAssemble(name string) string {

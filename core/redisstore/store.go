@@ -48,6 +48,7 @@ var (
 	exactNScript   = redis.NewScript(exactNSrc)
 	boundedNScript = redis.NewScript(boundedNSrc)
 	releaseScript  = redis.NewScript(releaseSrc)
+	resetScript    = redis.NewScript(resetSrc)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
@@ -255,7 +256,7 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		}
 	}
 	key := s.keyName(h)
-	vals, err := s.run(ctx, pl.script, key, s.args(pl, cost, q.Mode))
+	vals, err := s.run(ctx, pl.script, key, "", s.args(pl, cost, q.Mode))
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
@@ -290,7 +291,7 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if err := s.client.Del(ctx, key).Err(); err != nil {
+	if err := resetScript.Run(ctx, s.client, []string{key, fenceName(key)}, s.resetArgs(q.Policy)).Err(); err != nil {
 		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
 	}
 	if s.deny != nil {
@@ -315,13 +316,40 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if _, err := s.run(ctx, releaseScript, key, []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
+	if _, err := s.run(ctx, releaseScript, key, fenceName(key), []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
 		s.deny.drop(h) // a refusal cached while the release was under way
 	}
 	return nil
+}
+
+// fenceName is the key of key's reset fence (reset.lua), in key's hash slot.
+func fenceName(key string) string { return key + ":reset" }
+
+// resetArgs packs reset.lua's ARGV: whether to read the server's TIME, the time otherwise,
+// and the fence's expiry: twice p's longest period, after which every grant the reset
+// forgot is out of every window. Under a test clock, no expiry, as for the keys.
+func (s *Store) resetArgs(p *core.Policy) []any {
+	useTime, now, expire := int64(1), int64(0), 2*longestMillis(p)
+	if s.clock != nil {
+		useTime, now, expire = 0, s.clock().UnixMicro(), 0
+	}
+	b := make([]byte, 0, 24)
+	for _, x := range []int64{useTime, now, expire} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(x))
+	}
+	return []any{b}
+}
+
+// longestMillis is p's longest period in whole milliseconds, rounded up.
+func longestMillis(p *core.Policy) int64 {
+	var l time.Duration
+	for _, r := range p.Rates() {
+		l = max(l, r.Period)
+	}
+	return int64((l + time.Millisecond - 1) / time.Millisecond)
 }
 
 // releaseArgs packs release.lua's ARGV: the layout's kind (by the script that decides p),
@@ -353,8 +381,9 @@ func releaseArgs(pl *plan, grant int64, cost int) []byte {
 			grans = append(grans, granuleOf(micros(r.Period)))
 		}
 	}
-	b := make([]byte, 0, 8*(6+len(grans)))
-	for _, x := range append([]int64{kind, grant, int64(cost), logLen, int64(len(pl.rates)), int64(len(grans))}, grans...) {
+	// Last, the microseconds the grant counts in: a compact key's unit, else 1.
+	b := make([]byte, 0, 8*(7+len(grans)))
+	for _, x := range append(append([]int64{kind, grant, int64(cost), logLen, int64(len(pl.rates)), int64(len(grans))}, grans...), max(pl.unit, 1)) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(x))
 	}
 	return b
@@ -363,8 +392,7 @@ func releaseArgs(pl *plan, grant int64, cost int) []byte {
 // eval runs the script by its digest and sends its text when the server lacks it (after a
 // restart, a failover or SCRIPT FLUSH). The check is ours rather than only go-redis's so
 // that a NOSCRIPT with any "ERR " prefix a proxy adds is also caught.
-func (s *Store) eval(ctx context.Context, script *redis.Script, key string, args []any) (reply, error) {
-	keys := []string{key}
+func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, args []any) (reply, error) {
 	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
