@@ -14,7 +14,7 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Reset is how long at most Remaining more fit (the RateLimit field's t): until the
 	// oldest grant Rate counts leaves its window (a rate of more than 256 per period is
-	// counted in 100 buckets: its oldest bucket). On a refusal of cost 1 it equals RetryAfter.
+	// counted in 100 buckets: the oldest holding one). On a refusal of cost 1 it equals RetryAfter.
 	Reset     time.Duration
 	FullReset time.Duration // until the key holds no grant in any window
 	// Grant is when this decision's grant (an Enforce admission, any Penalty decision)

@@ -260,10 +260,9 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			used = b[bSum]
 			g := p.gran[i]
 			if used > 0 {
-				// The window's oldest bucket leaves first: nothing more fits before, which
-				// is what Reset promises, without a search for the oldest bucket that
-				// holds a grant (a young key's window is mostly empty buckets). On a
-				// refusal it is the wait, exact.
+				// The oldest bucket that holds a grant (lo, see expire) leaves first:
+				// nothing more fits before, and the quota grows then. On a refusal it is
+				// the wait, exact.
 				reset = (b[bLo]+1)*g + T - now
 				whole = (b[bNewest]+1)*g + T - now
 			}
@@ -346,7 +345,7 @@ func usedInLog(log []int64, w, n int, cutoff int64) int {
 
 // Slots of a bounded rate's block.
 const (
-	bLo     = 0 // lowest bucket index still counted
+	bLo     = 0 // lowest bucket index still counted: the oldest that holds a grant, if any does
 	bSum    = 1 // sum of counts
 	bNewest = 2 // bucket index of the newest grant
 	bLast   = 3 // the latest decision time seen, so time never runs backwards for the key
@@ -362,24 +361,30 @@ func granule(r Rate) int64 {
 // expire drops the buckets that no longer overlap the window (now-T, now]. A bucket is
 // counted whole while any part of it overlaps, so the count never falls short of the
 // grants in the window; that is what keeps the bounded form strict.
+//
+// Then lo moves past empty buckets to the oldest that holds a grant, which leads: Reset is
+// when it leaves. Each bucket is passed once, so a busy key pays one look per decision.
 func expire(b []int64, r Rate, g, now int64) {
-	lo := floorDiv(now-int64(r.Period), g)
-	if lo <= b[bLo] {
-		return
-	}
-	if b[bSum] != 0 {
-		if lo-b[bLo] >= boundedBuckets+1 {
-			clear(b[bCounts:])
-			b[bSum] = 0
-		} else {
-			for k := b[bLo]; k < lo; k++ {
-				i := bCounts + mod(k, boundedBuckets+1)
-				b[bSum] -= b[i]
-				b[i] = 0
+	if lo := floorDiv(now-int64(r.Period), g); lo > b[bLo] {
+		if b[bSum] != 0 {
+			if lo-b[bLo] >= boundedBuckets+1 {
+				clear(b[bCounts:])
+				b[bSum] = 0
+			} else {
+				for k := b[bLo]; k < lo; k++ {
+					i := bCounts + mod(k, boundedBuckets+1)
+					b[bSum] -= b[i]
+					b[i] = 0
+				}
 			}
 		}
+		b[bLo] = lo
 	}
-	b[bLo] = lo
+	if b[bSum] > 0 {
+		for b[bLo] < b[bNewest] && b[bCounts+mod(b[bLo], boundedBuckets+1)] == 0 {
+			b[bLo]++
+		}
+	}
 }
 
 // record counts cost units in the bucket of now. A bucket holds at most the rate's count:
@@ -388,6 +393,9 @@ func expire(b []int64, r Rate, g, now int64) {
 // refusals from growing a sum without bound (it would overflow, and then admit).
 func record(b []int64, g, now int64, cost, count int) {
 	k := max(floorDiv(now, g), b[bNewest])
+	if b[bSum] == 0 {
+		b[bLo] = k // the only bucket that holds a grant, so the oldest (see expire)
+	}
 	i := bCounts + mod(k, boundedBuckets+1)
 	if add := min(int64(cost), int64(count)-b[i]); add > 0 {
 		b[i] += add

@@ -18,7 +18,8 @@ import (
 // The IETF fields follow draft-ietf-httpapi-ratelimit-headers-11: RateLimit-Policy lists
 // every rate as `"3/1m";q=3;w=60`, and RateLimit reports the tightest as
 // `"3/1m";r=REMAINING;t=SECONDS`, t being how long no more than r fit: Decision.Reset, until
-// the oldest grant the rate counts leaves its window. On a refusal it is Retry-After.
+// the oldest grant the rate counts leaves its window. On a refusal of cost 1 it is
+// Retry-After.
 //
 // v is a pointer because a verdict is about a hundred bytes, copied on every request
 // otherwise; setHeaders does not keep it.

@@ -36,6 +36,7 @@ if now < last then now = last end
 
 local allowed, wait = true, 0
 --#include bounded_drop
+--#include bounded_lead
 --#include bounded_decide
 --#include recorded
 --#include bounded_record

@@ -61,6 +61,7 @@ for i = 1, nr do
   local lo, sum, newest = 0, 0, 0
   if not fresh then lo, sum, newest = unpack('<i8i8i8', s, 16 + 24 * (i - 1)) end
   --#include bounded_drop
+  --#include bounded_lead
   --#include bounded_record
   --#include bounded_report
   --#include tightest

@@ -82,6 +82,7 @@ for i = 1, nr do
     local lo, sum, newest = 0, 0, 0
     if not fresh then lo, sum, newest = unpack('<i8i8i8', s, at - 24) end
     --#include bounded_drop
+    --#include bounded_lead
     --#include bounded_record
     --#include bounded_report
     --#include tightest

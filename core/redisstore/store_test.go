@@ -705,7 +705,7 @@ func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 		}
 		got, err := store.Decide(context.Background(), core.Query{Policy: p, Key: "k", Cost: s.cost, Mode: s.mode})
 		if want.Grant != 0 && got.Grant*1000 != want.Grant {
-			t.Fatalf("t+%v: the store's grant is at %d µs, the engine's at %d ns", s.at, got.Grant, want.Grant)
+			t.Fatalf("t+%v: the store's grant is at %d µs, the engine's at %d ns (%v)", s.at, got.Grant, want.Grant, err)
 		}
 		got.Grant, want.Grant = 0, 0 // microseconds against nanoseconds
 		if err != nil || got != want {

@@ -6,6 +6,7 @@ local rk, rc, newest0 = -1, 0, newest
 if recorded then
   rk = floor(now / g)
   if rk < newest then rk = newest end
+  if sum == 0 then lo = rk end -- the only bucket that holds a grant (see bounded_drop)
   local slot = rk % NB
   local d = dlo + (slot - dlo % NB) % NB -- the dropped bucket in this slot, if any
   if not cleared and not (dhi >= dlo and d <= dhi) then rc = unpack('<i8', s, at + slot * 8) end

@@ -1,5 +1,5 @@
--- Report a bounded rate, as core.Policy.report: Reset when the window's oldest bucket
--- leaves (nothing more fits before), whole when the newest does; on a refusal,
+-- Report a bounded rate, as core.Policy.report: Reset when the oldest bucket that holds a
+-- grant (lo) leaves (nothing more fits before), whole when the newest does; on a refusal,
 -- RetryAfter, and Reset with it, when enough of the oldest buckets have left for cost more
 -- to fit (bucket k leaves once now - T reaches its end).
 local reset, retry, whole = 0, 0, 0
