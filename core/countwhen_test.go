@@ -181,13 +181,27 @@ func TestCountWhenRealClockStrict(t *testing.T) {
 	var counted []storetest.Call
 	admitted, released := 0, 0
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(8 * per)
+	// The workers run for 8 periods, and on (for at most 10 s) until a request was given
+	// back and one counted: a machine stalled through most of the 8 periods would leave
+	// too few requests to check.
+	deadline, last := time.Now().Add(8*per), time.Now().Add(10*time.Second)
+	more := func() bool {
+		switch now := time.Now(); {
+		case now.Before(deadline):
+			return true
+		case !now.Before(last):
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return released == 0 || len(counted) == 0
+	}
 	for g := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 9))
-			for time.Now().Before(deadline) {
+			for more() {
 				start := time.Now()
 				v := l.Check(ctx, countIn, nil)
 				end := time.Now()

@@ -132,7 +132,7 @@ func ExampleQuota() {
 // 5, internal ones unlimited. A request naming no plan, or one not declared, is free.
 func ExampleWithTiers() {
 	plan := func(r core.Request) string { return r.Header("X-Plan") }
-	limit := nethttp.Limit(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)),
+	limit := nethttp.Limit(2, time.Minute, fresh(),
 		core.WithTiers(plan, map[string]string{"paid": "5/1m", "internal": "unlimited"}))
 	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	send := func(tier string) string {
@@ -204,4 +204,11 @@ func Example_stackedLimits() {
 	// Output:
 	// ["100/1h";q=100;w=3600 "3/1m";q=3;w=60]
 	// ["100/1h";r=99;t=3600 "3/1m";r=2;t=60]
+}
+
+// fresh gives an example a store of its own, on a clock that stands still, so that the
+// waits it prints (t=60) do not shrink on a machine that stalls between requests;
+// applications normally share the process-wide default store, on the real clock.
+func fresh() core.Option {
+	return core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: storetest.NewManualClock(time.Unix(0, 0)).Now}))
 }

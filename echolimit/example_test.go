@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/echolimit"
 )
 
@@ -46,6 +47,10 @@ func ExampleWithDenyHandler() {
 	// 429 {"message":"rate limited"}
 }
 
-// fresh gives each example a store of its own, so that it starts empty every time it runs;
-// applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }
+// fresh gives each example a store of its own, so that it starts empty every time it runs,
+// on a clock that stands still, so that the waits it prints (t=60) do not shrink on a
+// machine that stalls between requests; applications normally share the process-wide
+// default store, on the real clock.
+func fresh() core.Option {
+	return core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: storetest.NewManualClock(time.Unix(0, 0)).Now}))
+}

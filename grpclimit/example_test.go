@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/grpclimit"
 )
 
@@ -23,7 +22,7 @@ import (
 func Example() {
 	limits := grpclimit.Must(map[string]string{
 		"/grpc.health.v1.Health/Check": "3/1h",
-	}, core.WithStore(core.NewMemoryStore(nil))) // or redisstore.New(rdb), shared by every instance
+	}, fresh()) // a store of its own here; core.WithStore(redisstore.New(rdb)) shares one across instances
 	s := grpc.NewServer(grpc.UnaryInterceptor(limits.Unary()), grpc.StreamInterceptor(limits.Stream()))
 	healthpb.RegisterHealthServer(s, health.NewServer())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

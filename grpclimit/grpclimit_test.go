@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/grpclimit"
 )
 
@@ -96,8 +97,12 @@ func limited(t testing.TB, ic *grpclimit.Interceptors) *grpc.ClientConn {
 	return serve(t, nil, grpc.UnaryInterceptor(ic.Unary()), grpc.StreamInterceptor(ic.Stream()))
 }
 
-// fresh is a store of the test's own: every test's calls come from 127.0.0.1.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }
+// fresh is a store of the test's own: every test's calls come from 127.0.0.1. Its clock
+// stands still, so that the waits the tests want exactly (t=60, a RetryInfo delay above
+// 59 s) do not shrink on a machine that stalls between calls.
+func fresh() core.Option {
+	return core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: storetest.NewManualClock(time.Unix(0, 0)).Now}))
+}
 
 // A result is what a client saw of one call.
 type result struct {

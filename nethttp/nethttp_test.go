@@ -11,10 +11,11 @@ import (
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
+// newMux limits GET /user/{id} to 3 a minute, with opts, in a store of its own (fresh).
 func newMux(opts ...core.Option) *http.ServeMux {
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	opts = append([]core.Option{core.WithStore(core.NewMemoryStore(nil))}, opts...)
+	opts = append([]core.Option{fresh()}, opts...)
 	mux.Handle("GET /user/{id}", nethttp.Limit(3, time.Minute, opts...)(ok))
 	return mux
 }

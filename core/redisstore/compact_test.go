@@ -277,12 +277,17 @@ func TestCompactExpiryOnServerTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			// PTTL counts whole milliseconds down from the script's own reading, at most
-			// the two round trips ago.
+			// the two round trips ago. A key gone (PTTL -2) fails this too while the grant
+			// is younger than T.
 			if lo := T - time.Since(start) - time.Millisecond; d.Allowed && ttl < lo {
 				t.Errorf("%s step %d: PTTL %v after a grant, want >= %v", text, i, ttl, lo)
 			}
-			if ttl < 0 {
-				t.Errorf("%s step %d: PTTL %v", text, i, ttl)
+			// A key without an expiry (-1) is never cleaned up. One already gone (-2) is
+			// no fault otherwise: after a refusal its newest grant may have been almost T
+			// old, and a stall between the two calls (T is 10 to 50 ms here) can outlast
+			// the rest of its expiry.
+			if ttl == -1 {
+				t.Errorf("%s step %d: PTTL %v: the key has no expiry", text, i, ttl)
 			}
 		}
 	}

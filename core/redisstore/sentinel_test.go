@@ -2,12 +2,8 @@ package redisstore_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,24 +30,14 @@ func TestSentinel(t *testing.T) {
 		info, _ := rc.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
-	port, err := redistest.FreePort(false)
+	sentinel, err := redistest.StartSentinel(t.TempDir(), "rl", master.Port)
+	if sentinel != nil {
+		t.Cleanup(sentinel.Stop)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "sentinel.conf")
-	text := "port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndir " + dir + "\n" +
-		"sentinel monitor rl 127.0.0.1 " + strconv.Itoa(master.Port) + " 1\n"
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("redis-server", conf, "--sentinel")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := sentinel.Addr()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sc.Close()
 	masterIs := func(port int) func() bool {

@@ -334,13 +334,17 @@ func TestServerDown(t *testing.T) {
 			if err := own.Start(); err != nil {
 				t.Fatal(err)
 			}
+			// Peek, which records nothing: a decision that timed out on a loaded machine
+			// after Redis had run it would have left a grant behind, and the count one off.
+			pq := q
+			pq.Mode = core.Peek
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				d, err := s.Decide(ctx, q)
+				d, err := s.Decide(ctx, pq)
 				if err == nil {
-					// A restart without persistence lost the state: one grant.
-					if !d.Allowed || d.Remaining != 99 {
-						t.Fatalf("after restart: %+v", d)
+					// A restart without persistence lost the state: the warm-up's grants.
+					if !d.Allowed || d.Remaining != 100 {
+						t.Fatalf("after restart: %+v, want the whole quota", d)
 					}
 					break
 				}
@@ -728,7 +732,12 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 			// The first decision has a second: the refusal must be seen before the deadline
 			// even on a stalled machine, and go-redis is still retrying it at the end.
 			s := redisstore.New(c, redisstore.WithTimeout(time.Second), redisstore.WithPrefix(freshPrefix(t)))
-			check := func(timeout, deadline time.Duration, what string) {
+			// check makes one decision under a caller's timeout. It fails t on an error that
+			// does not name the refused connection, or names a deadline that did not
+			// apply; it returns why the answer said nothing when the deadline named is at
+			// most half of d: the time that was left when the decision started, which a
+			// machine stalled for half the timeout after the caller set it leaves that low.
+			check := func(timeout, deadline time.Duration, what string) (late string) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
@@ -740,32 +749,55 @@ func TestErrorNamesRefusedConnection(t *testing.T) {
 				if !strings.Contains(msg, "dial tcp "+own.Addr()) || !errors.Is(err, syscall.ECONNREFUSED) {
 					t.Fatalf("%s: error %q does not name the refused connection to %s", what, msg, own.Addr())
 				}
-				if strings.Contains(msg, "deadline") && (!errors.Is(err, context.DeadlineExceeded) || !namesDeadline(msg, deadline)) {
+				if !strings.Contains(msg, "deadline") {
+					return ""
+				}
+				named, ok := namedDeadline(msg)
+				if !errors.Is(err, context.DeadlineExceeded) || !ok || named > deadline {
 					t.Fatalf("%s: error %q: want the %v deadline named, and errors.Is(err, context.DeadlineExceeded)", what, msg, deadline)
 				}
+				if named <= deadline/2 {
+					return fmt.Sprintf("%s: error %q names %v of the %v deadline", what, msg, named, deadline)
+				}
+				return ""
 			}
-			check(time.Hour, time.Second, "decision 1, under the store's deadline")
+			// Only an answer that said nothing is asked again: a store that names too
+			// little of the deadline names too little every time.
+			decide := func(timeout, deadline time.Duration, what string) {
+				t.Helper()
+				for attempt := 1; ; attempt++ {
+					late := check(timeout, deadline, what)
+					if late == "" {
+						return
+					}
+					if attempt == deadlineAttempts {
+						t.Fatalf("%s, in each of %d attempts: want more than half of it named", late, attempt)
+					}
+					t.Logf("%s: the machine may have stalled before the decision began; again", late)
+				}
+			}
+			decide(time.Hour, time.Second, "decision 1, under the store's deadline")
 			for i := range 3 {
-				check(100*time.Millisecond, 100*time.Millisecond, fmt.Sprintf("decision %d, under the caller's earlier deadline", i+2))
+				decide(100*time.Millisecond, 100*time.Millisecond, fmt.Sprintf("decision %d, under the caller's earlier deadline", i+2))
 			}
 		})
 	}
 }
 
-// namesDeadline reports whether msg names a deadline of at most d and more than half of it:
-// a caller's deadline is named as the time that was left when the decision started, which
-// on a loaded machine is already a little less than the timeout the caller set.
-func namesDeadline(msg string, d time.Duration) bool {
+// namedDeadline returns the deadline msg names ("gave up at the 100ms deadline"): for a
+// caller's deadline, the time that was left when the decision started, which on a loaded
+// machine is already less than the timeout the caller set.
+func namedDeadline(msg string) (time.Duration, bool) {
 	_, rest, ok := strings.Cut(msg, "gave up at the ")
 	if !ok {
-		return false
+		return 0, false
 	}
 	named, _, ok := strings.Cut(rest, " deadline")
 	if !ok {
-		return false
+		return 0, false
 	}
-	got, err := time.ParseDuration(named)
-	return err == nil && got <= d && got > d/2
+	d, err := time.ParseDuration(named)
+	return d, err == nil
 }
 
 // longest is p's longest period.

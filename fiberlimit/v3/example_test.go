@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/fiberlimit/v3"
 )
 
@@ -72,6 +73,10 @@ func ExampleNew() {
 	// 429 "2/1m";q=2;w=60, "10/1h";q=10;w=3600
 }
 
-// fresh gives each example a store of its own, so that it starts empty every time it runs;
-// applications normally share the process-wide default store.
-func fresh() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }
+// fresh gives each example a store of its own, so that it starts empty every time it runs,
+// on a clock that stands still, so that the waits it prints (t=60) do not shrink on a
+// machine that stalls between requests; applications normally share the process-wide
+// default store, on the real clock.
+func fresh() core.Option {
+	return core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: storetest.NewManualClock(time.Unix(0, 0)).Now}))
+}

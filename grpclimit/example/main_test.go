@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +55,14 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 func TestLimits(t *testing.T) {
 	conn := dial(t, start(t, newServer()))
 	ctx := context.Background()
+	// The waits count down on the real clock from the first grant, made after first:
+	// a minute less at most the time the calls took, which is next to nothing on a
+	// machine that keeps up (t=60, retry-after 60), a second or more on a stalled one.
+	first := time.Now()
+	secondsLeft := func(field string) bool {
+		n, err := strconv.Atoi(field)
+		return err == nil && n <= 60 && n >= 60-int(math.Ceil(time.Since(first).Seconds()))
+	}
 	for i := 1; i <= 4; i++ {
 		reply, md, err := sayHello(ctx, conn, "test")
 		if i <= 3 {
@@ -61,19 +71,21 @@ func TestLimits(t *testing.T) {
 			}
 			// The rate's name may end in "#2": core tells apart the limits of one
 			// policy registered in several places, and TestCall builds the server too.
-			if got, want := md.Get(grpclimit.HeaderRateLimit), fmt.Sprintf(`;r=%d;t=60`, 3-i); len(got) != 1 || !strings.HasPrefix(got[0], `"3/1m`) || !strings.HasSuffix(got[0], want) {
-				t.Errorf("SayHello %d: ratelimit %q, want %q", i, got, want)
+			got := md.Get(grpclimit.HeaderRateLimit)
+			if want := fmt.Sprintf(`;r=%d;t=`, 3-i); len(got) != 1 || !strings.HasPrefix(got[0], `"3/1m`) || !strings.Contains(got[0], want) ||
+				!secondsLeft(got[0][strings.LastIndex(got[0], want)+len(want):]) {
+				t.Errorf("SayHello %d: ratelimit %q, want %s60, less at most the seconds since the first call", i, got, want)
 			}
 			continue
 		}
 		if status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("SayHello 4: %v, want ResourceExhausted", err)
 		}
-		if wait, ok := grpclimit.RetryDelay(err); !ok || wait <= 59*time.Second || wait > time.Minute {
+		if wait, ok := grpclimit.RetryDelay(err); !ok || wait < time.Minute-time.Since(first) || wait > time.Minute {
 			t.Errorf("SayHello 4: RetryInfo %v %v, want just under a minute", wait, ok)
 		}
-		if got := md.Get(grpclimit.HeaderRetryAfter); len(got) != 1 || got[0] != "60" {
-			t.Errorf("SayHello 4: retry-after %q", got)
+		if got := md.Get(grpclimit.HeaderRetryAfter); len(got) != 1 || !secondsLeft(got[0]) {
+			t.Errorf("SayHello 4: retry-after %q, want 60, less at most the seconds since the first call", got)
 		}
 	}
 	// The rest of the service has a limit of its own, and health checks none.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
@@ -73,7 +74,9 @@ func (FailingStore) Decide(context.Context, core.Query) (core.Decision, error) {
 	return core.Decision{}, ErrStoreDown
 }
 
-// Run runs every scenario against a; each gets its own memory store.
+// Run runs every scenario against a; each gets its own memory store, on a clock that stands
+// still: the scenarios want exact fields ("t=60", "Retry-After: 60"), which a machine
+// stalled for a second between two of a scenario's requests would otherwise turn to 59.
 func Run(t *testing.T, a Adapter) {
 	tr := a.Traits()
 	for _, sc := range Scenarios {
@@ -84,7 +87,8 @@ func Run(t *testing.T, a Adapter) {
 				}
 			}
 			p := &Probe{}
-			app := withStore(sc.App(tr, a, p), core.WithStore(core.NewMemoryStore(nil)))
+			stopped := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+			app := withStore(sc.App(tr, a, p), core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: stopped.Now})))
 			send := a.Serve(app)
 			for i, st := range sc.Steps(tr) {
 				if st.Do != nil {

@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -60,10 +62,25 @@ func Check(t *testing.T, get Send, issue func(token, plan string)) {
 			t.Fatal("the 429 has no Retry-After")
 		}
 	}
-	for i := 1; i <= 6; i++ {
-		if code, _ := get(t, "/search"); (code == 429) != (i == 6) {
-			t.Fatalf("/search request %d: status %d", i, code)
+	// 5 a second: the 6th request is refused when all six fall within a second. A machine
+	// stalled for a second on the way lets the first leave the window, and the answer
+	// says nothing: then again, once the window is empty (20 a minute leaves room for 3).
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		var codes []int
+		for range 6 {
+			code, _ := get(t, "/search")
+			codes = append(codes, code)
 		}
+		took := time.Since(start)
+		if !slices.Contains(codes[:5], 429) && codes[5] == 429 {
+			break
+		}
+		if slices.Contains(codes[:5], 429) || took < time.Second || attempt == 3 {
+			t.Fatalf("/search: statuses %v in %v, want 5 admitted, then 429", codes, took)
+		}
+		t.Logf("/search: statuses %v in %v: the first may have left the window; again", codes, took)
+		time.Sleep(time.Second)
 	}
 	// Tokens of this run only: the default store outlives it.
 	a, b := "token-a-"+NextRemote(), "token-b-"+NextRemote()

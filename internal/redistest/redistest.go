@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -47,16 +48,19 @@ func InCI() (string, bool) { return os.LookupEnv("CI") }
 
 // A Server is one redis-server process on 127.0.0.1.
 type Server struct {
-	Port int
-	dir  string
-	args []string
-	cmd  *exec.Cmd
+	Port   int
+	dir    string
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has exited
 }
 
 // Addr returns "127.0.0.1:port".
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 
 // FreePort finds a loopback port, and with withBus also its cluster bus port (+10000), free.
+// Nothing holds them: another process may take one before a server binds it, which
+// StartServer notices and answers with another port.
 func FreePort(withBus bool) (int, error) {
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -79,41 +83,95 @@ func FreePort(withBus bool) (int, error) {
 	return 0, fmt.Errorf("no free port pair")
 }
 
+// errPortTaken is why a server exited before it answered: redis-server exits when it
+// cannot bind its port.
+var errPortTaken = errors.New("exited before it answered (its port taken?)")
+
+// portAttempts bounds how many free ports StartServer tries.
+const portAttempts = 5
+
 // StartServer starts a node in a directory under dir, without persistence; extra are
 // more redis-server arguments, such as "--maxmemory", "1mb".
 func StartServer(dir string, clustered bool, extra ...string) (*Server, error) {
-	port, err := FreePort(clustered)
-	if err != nil {
-		return nil, err
-	}
-	dir = filepath.Join(dir, strconv.Itoa(port))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "log"), "--daemonize", "no"}
-	if clustered {
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
-	}
-	args = append(args, extra...)
-	s := &Server{Port: port, dir: dir, args: args}
-	return s, s.Start()
+	return start(dir, clustered, func(port int, dir string) ([]string, error) {
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", filepath.Join(dir, "log"), "--daemonize", "no"}
+		if clustered {
+			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+		}
+		return append(args, extra...), nil
+	})
 }
 
-// Start runs the server (again, on the same port) and waits until it answers PING.
+// StartSentinel starts a Sentinel in a directory under dir that monitors the master at
+// masterPort on 127.0.0.1 as "name", with a quorum of 1.
+func StartSentinel(dir, name string, masterPort int) (*Server, error) {
+	return start(dir, false, func(port int, dir string) ([]string, error) {
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := "port " + strconv.Itoa(port) + "\nbind 127.0.0.1\ndir " + dir + "\nlogfile " + filepath.Join(dir, "log") + "\n" +
+			"sentinel monitor " + name + " 127.0.0.1 " + strconv.Itoa(masterPort) + " 1\n"
+		return []string{conf, "--sentinel"}, os.WriteFile(conf, []byte(text), 0o644)
+	})
+}
+
+// start starts a server on a free port, with the arguments args returns for that port and
+// a directory of its own under dir. Between FreePort and the server's bind another process
+// (another test package's server, say) may take the port; the server then exits, and
+// start tries another port.
+func start(dir string, withBus bool, args func(port int, dir string) ([]string, error)) (*Server, error) {
+	var s *Server
+	var err error
+	for range portAttempts {
+		var port int
+		if port, err = FreePort(withBus); err != nil {
+			return nil, err
+		}
+		s = &Server{Port: port, dir: filepath.Join(dir, strconv.Itoa(port))}
+		if err = os.MkdirAll(s.dir, 0o755); err != nil {
+			return nil, err
+		}
+		if s.args, err = args(port, s.dir); err != nil {
+			return nil, err
+		}
+		if err = s.Start(); !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+	return s, err
+}
+
+// Start runs the server (again, on the same port) and waits until it answers, with its own
+// process ID: a server of another test package may hold the port, and answer in its
+// place while this one fails to bind it and exits. On failure nothing is left running.
 func (s *Server) Start() error {
-	s.cmd = exec.Command("redis-server", s.args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	cmd := exec.Command("redis-server", s.args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
 		return err
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.cmd, s.exited = cmd, exited
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := c.Ping(context.Background()).Err(); err == nil {
+		info, err := c.Info(context.Background(), "server").Result()
+		if err == nil && strings.Contains(info, "\nprocess_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
 			return nil
-		} else if time.Now().After(deadline) {
+		}
+		select {
+		case <-exited:
+			s.cmd = nil
+			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+			return fmt.Errorf("redis-server on port %d %w\n%s", s.Port, errPortTaken, log)
+		default:
+		}
+		if err == nil {
+			err = errors.New("another process answers on the port")
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
 			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 			return fmt.Errorf("redis-server on port %d: %w\n%s", s.Port, err, log)
 		}
@@ -128,7 +186,7 @@ func (s *Server) Stop() {
 	}
 	s.cmd.Process.Signal(syscall.SIGCONT)
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
