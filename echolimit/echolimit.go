@@ -93,12 +93,15 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		// The limit counts by outcome: the handlers have answered, or returned the error
 		// Echo will answer with. A panic never gets here, and a connection taken over
 		// has no status: both count.
+		// The writer handlers reach is watched for a hijack, and keeps being an
+		// http.Flusher or http.Hijacker exactly when it was: a streaming handler that
+		// asks still finds one.
 		resp := c.Response()
-		w := &adapter.HijackWatch{ResponseWriter: resp.Writer}
-		resp.Writer = w
+		w := &adapter.StatusWriter{ResponseWriter: resp.Writer}
+		resp.Writer = w.Wrap()
 		err := next(c)
 		resp.Writer = w.ResponseWriter
-		if !w.Hijacked {
+		if _, hijacked := w.Written(); !hijacked {
 			m.l.Settle(r.Context(), v, status(resp, err))
 		}
 		return err

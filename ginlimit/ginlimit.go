@@ -13,7 +13,9 @@
 //
 // A limit that counts by outcome (core.WithCountWhen) runs the handlers after it itself
 // (c.Next) and takes the response's status from c.Writer.Status() once they have
-// returned. A request whose handler panics, or takes the connection over, counts.
+// returned. A request whose handler panics, or takes the connection over, or leaves an
+// error in c.Errors with nothing written (for a middleware before the limit to answer,
+// with a status the limit cannot know), counts.
 package ginlimit
 
 import (
@@ -69,7 +71,9 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 			c.Writer = w
 			c.Next()
 			c.Writer = w.ResponseWriter
-			if !w.hijacked {
+			// Nothing written and an error left in c.Errors: a middleware before the
+			// limit will answer for it, with a status not known yet, so it counts.
+			if !w.hijacked && (w.Written() || len(c.Errors) == 0) {
 				l.Settle(c.Request.Context(), v, w.Status())
 			}
 			return

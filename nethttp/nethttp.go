@@ -76,9 +76,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The limit counts by outcome: learn the status the handler writes. A handler
 		// that panics is not settled, and counts.
-		s := &statusWriter{ResponseWriter: w}
-		h.next.ServeHTTP(s.wrap(), r)
-		if status, ok := s.result(); ok {
+		s := &adapter.StatusWriter{ResponseWriter: w}
+		h.next.ServeHTTP(s.Wrap(), r)
+		if status, ok := s.Result(); ok {
 			h.l.Settle(r.Context(), v, status)
 		}
 		return

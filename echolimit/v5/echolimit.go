@@ -21,8 +21,9 @@
 // RateLimit and RateLimit-Policy fields.
 //
 // A limit that counts by outcome (core.WithCountWhen) takes the response's status once
-// the handlers after it have returned, as echo.ResolveResponseStatus gives it: the status
-// written, or 200 when nothing was. When they returned an error and wrote nothing, the
+// the handlers after it have returned: the status written through the writer they get
+// from it (whatever that wraps), or 200 when nothing was. When they returned an error and
+// wrote nothing, the
 // response is written by Echo's HTTPErrorHandler only after every middleware has
 // returned, so the status is the one DefaultHTTPErrorHandler writes for the error (that
 // of the echo.HTTPStatusCoder it wraps, else 500): an HTTPErrorHandler that maps errors
@@ -94,21 +95,25 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 		// The limit counts by outcome: the handlers have answered, or returned the error
 		// Echo will answer with. A panic never gets here, and a connection taken over
 		// has no status: both count.
-		resp, uerr := echo.UnwrapResponse(c.Response())
-		if uerr != nil { // a writer Echo cannot see into: no hijack can be told apart
-			err := next(c)
-			_, status := echo.ResolveResponseStatus(c.Response(), err)
-			m.l.Settle(r.Context(), v, status)
+		//
+		// The status is read where handlers write: the writer they get from here is
+		// watched, whatever it wraps (Echo's HEAD writer, which commits without keeping
+		// the status, or an application's wrapper without Unwrap, behind which Echo
+		// cannot find its Response). Only a status not written through it (an error
+		// left for the error handler) is resolved as Echo resolves it.
+		rw := c.Response()
+		w := &adapter.StatusWriter{ResponseWriter: rw}
+		c.SetResponse(w.Wrap())
+		err := next(c)
+		c.SetResponse(rw)
+		status, hijacked := w.Written()
+		if hijacked {
 			return err
 		}
-		w := &adapter.HijackWatch{ResponseWriter: resp.ResponseWriter}
-		resp.ResponseWriter = w
-		err := next(c)
-		resp.ResponseWriter = w.ResponseWriter
-		if !w.Hijacked {
-			_, status := echo.ResolveResponseStatus(c.Response(), err)
-			m.l.Settle(r.Context(), v, status)
+		if status == 0 {
+			_, status = echo.ResolveResponseStatus(rw, err)
 		}
+		m.l.Settle(r.Context(), v, status)
 		return err
 	}
 	if m.deny != nil {

@@ -1,4 +1,4 @@
-package nethttp
+package adapter
 
 import (
 	"bufio"
@@ -7,21 +7,25 @@ import (
 	"net/http"
 )
 
-// statusWriter records the status of the response written through it, for a limit that
+// A StatusWriter records the status of the response written through it, for a limit that
 // counts by outcome (core.WithCountWhen): the first final status passed to WriteHeader
-// (informational ones, 1xx but 101, go on), or 200 once a body or a flush goes first.
-// Unwrap keeps http.ResponseController reaching the writer's own methods; see wrap for
-// http.Flusher and http.Hijacker.
-type statusWriter struct {
+// (informational ones, 1xx but 101, go on), or 200 once a body or a flush goes first; and
+// whether the handler took the connection over (a WebSocket, say), whose response has no
+// status, so that it is not settled and counts. Unwrap keeps http.ResponseController
+// reaching the writer's own methods; see Wrap for http.Flusher and http.Hijacker.
+//
+// Adapters whose framework hands handlers a net/http writer put it in front of the
+// writer handlers get, so that it sees what they write whatever wraps that writer.
+type StatusWriter struct {
 	http.ResponseWriter
 	status   int  // 0 until the status is sent
 	hijacked bool // the connection was taken over: no status is known
 }
 
-// wrap returns s's writer wrapped in s, as an http.Flusher and an http.Hijacker exactly
+// Wrap returns s's writer wrapped in s, as an http.Flusher and an http.Hijacker exactly
 // when the writer is one, so that a handler asking finds what it would find unwrapped.
 // The wrappers are one pointer each: returning them allocates nothing more.
-func (s *statusWriter) wrap() http.ResponseWriter {
+func (s *StatusWriter) Wrap() http.ResponseWriter {
 	_, f := s.ResponseWriter.(http.Flusher)
 	_, h := s.ResponseWriter.(http.Hijacker)
 	switch {
@@ -35,8 +39,8 @@ func (s *statusWriter) wrap() http.ResponseWriter {
 	return s
 }
 
-// result returns the response's status, and false when the connection was taken over.
-func (s *statusWriter) result() (int, bool) {
+// Result returns the response's status, and false when the connection was taken over.
+func (s *StatusWriter) Result() (int, bool) {
 	if s.hijacked {
 		return 0, false
 	}
@@ -46,26 +50,30 @@ func (s *statusWriter) result() (int, bool) {
 	return s.status, true
 }
 
-func (s *statusWriter) sent(status int) {
+// Written returns the status written through s, 0 if none was; hijacked says whether the
+// connection was taken over.
+func (s *StatusWriter) Written() (status int, hijacked bool) { return s.status, s.hijacked }
+
+func (s *StatusWriter) sent(status int) {
 	if s.status == 0 {
 		s.status = status
 	}
 }
 
-func (s *statusWriter) WriteHeader(code int) {
+func (s *StatusWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		s.sent(code)
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusWriter) Write(p []byte) (int, error) {
+func (s *StatusWriter) Write(p []byte) (int, error) {
 	s.sent(http.StatusOK)
 	return s.ResponseWriter.Write(p)
 }
 
 // ReadFrom keeps the writer's own ReadFrom (sendfile, for http.ServeContent) when it has one.
-func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+func (s *StatusWriter) ReadFrom(r io.Reader) (int64, error) {
 	var n int64
 	var err error
 	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
@@ -81,7 +89,7 @@ func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 
 // FlushError is what http.ResponseController's Flush finds, whether or not the writer
 // is an http.Flusher itself: a flush the writer's own wrappers reach still sends 200.
-func (s *statusWriter) FlushError() error {
+func (s *StatusWriter) FlushError() error {
 	err := http.NewResponseController(s.ResponseWriter).Flush()
 	if err == nil {
 		s.sent(http.StatusOK)
@@ -90,9 +98,9 @@ func (s *statusWriter) FlushError() error {
 }
 
 // Unwrap returns the writer, for http.ResponseController.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func (s *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (s *StatusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
 	if err == nil {
 		s.hijacked = true
@@ -100,15 +108,15 @@ func (s *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, rw, err
 }
 
-type flusher struct{ *statusWriter }
+type flusher struct{ *StatusWriter }
 
 func (w flusher) Flush() { w.FlushError() }
 
-type hijacker struct{ *statusWriter }
+type hijacker struct{ *StatusWriter }
 
 func (w hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
 
-type flushHijacker struct{ *statusWriter }
+type flushHijacker struct{ *StatusWriter }
 
 func (w flushHijacker) Flush() { w.FlushError() }
 
