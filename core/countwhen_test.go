@@ -273,11 +273,14 @@ func (s *flakyReleaser) Release(ctx context.Context, q core.Query, grant int64) 
 }
 
 // TestCountWhenFailLocal: a grant the local fallback store recorded (the store being down)
-// is given back there.
+// is given back there. Observers saw it Errored, not Admitted, so its release is not
+// reported Released: that follows Admitted only (admitted less released went negative).
 func TestCountWhenFailLocal(t *testing.T) {
 	ctx := context.Background()
+	outcomes := map[core.Outcome]int{}
 	l, err := adapter.New(1, time.Minute, core.WithStore(downReleaser{}), core.WithFailMode(core.FailLocal),
-		core.WithCountWhen(core.Failed), core.WithErrorHook(func(context.Context, error) {}))
+		core.WithCountWhen(core.Failed), core.WithErrorHook(func(context.Context, error) {}),
+		core.WithObserver(func(e core.Event) { outcomes[e.Outcome]++ }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +290,9 @@ func TestCountWhenFailLocal(t *testing.T) {
 			t.Fatalf("request %d refused: the local store's grant was not given back", i+1)
 		}
 		l.Settle(ctx, v, 200)
+	}
+	if outcomes[core.Released] > outcomes[core.Admitted] {
+		t.Fatalf("observed %v: more released than admitted", outcomes)
 	}
 	l.Settle(ctx, l.Check(ctx, countIn, nil), 401)
 	if l.Check(ctx, countIn, nil).Allowed {

@@ -85,5 +85,9 @@ func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
 			status, p.q.Policy, p.route, err))
 		return
 	}
-	p.l.observe(Released, p.q, p.route, v, 0)
+	// Released follows Admitted: a grant FailLocal's store made was reported Errored, and
+	// a release of it would make observers' admitted less released go below what was kept.
+	if p.store == p.l.store {
+		p.l.observe(Released, p.q, p.route, v, 0)
+	}
 }
