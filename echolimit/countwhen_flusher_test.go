@@ -10,6 +10,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/echolimit"
+	"github.com/reqlimit/reqlimit/internal/adaptertest"
 )
 
 // A limit counting by outcome keeps c.Response().Writer an http.Flusher when it was one: a
@@ -30,4 +31,25 @@ func TestCountWhenKeepsFlusher(t *testing.T) {
 			t.Errorf("with %d options: status %d: %s", len(opts), w.Code, w.Body)
 		}
 	}
+}
+
+// unwrapOnly is an outer middleware's writer in the Go 1.20 style: Unwrap, no Hijack.
+type unwrapOnly struct{ http.ResponseWriter }
+
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// Behind a writer that only unwraps, a handler's hijack goes through the chain
+// (http.ResponseController, as Echo's Response.Hijack does) and must still be seen: the
+// connection counts. It was settled as 200 and given back.
+func TestHijackThroughAnUnwrappingWriterCounts(t *testing.T) {
+	e := echo.New()
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Response().Writer = unwrapOnly{c.Response().Writer}
+			return next(c)
+		}
+	})
+	e.GET("/ws", func(c echo.Context) error { adaptertest.Hijack(c.Response()); return nil },
+		echolimit.Limit(1, time.Minute, fresh(), core.WithCountWhen(core.Failed)))
+	adaptertest.CheckHijackCounts(t, e)
 }

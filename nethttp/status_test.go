@@ -185,3 +185,18 @@ func TestCountWhenHijackCounts(t *testing.T) {
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { adaptertest.Hijack(w) })))
 	adaptertest.CheckHijackCounts(t, mux)
 }
+
+// unwrapOnly is an outer middleware's writer in the Go 1.20 style: Unwrap, no Hijack.
+type unwrapOnly struct{ http.ResponseWriter }
+
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// Behind a writer that only unwraps, a handler's hijack through http.ResponseController
+// must still be seen: the connection counts. It went past the limit's writer unseen.
+func TestHijackThroughAnUnwrappingWriterCounts(t *testing.T) {
+	limit := nethttp.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed))
+	inner := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { adaptertest.Hijack(w) }))
+	adaptertest.CheckHijackCounts(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(unwrapOnly{w}, r)
+	}))
+}

@@ -22,12 +22,17 @@ type StatusWriter struct {
 	hijacked bool // the connection was taken over: no status is known
 }
 
-// Wrap returns s's writer wrapped in s, as an http.Flusher and an http.Hijacker exactly
-// when the writer is one, so that a handler asking finds what it would find unwrapped.
-// The wrappers are one pointer each: returning them allocates nothing more.
+// Wrap returns s's writer wrapped in s, as an http.Flusher exactly when the writer is one,
+// so that a handler asking finds what it would find unwrapped, and as an http.Hijacker
+// when the writer is one or unwraps (a wrapper without Hijack of its own): a hijack that
+// http.ResponseController made through the chain past s would go unseen. The wrappers are
+// one pointer each: returning them allocates nothing more.
 func (s *StatusWriter) Wrap() http.ResponseWriter {
 	_, f := s.ResponseWriter.(http.Flusher)
 	_, h := s.ResponseWriter.(http.Hijacker)
+	if !h {
+		_, h = s.ResponseWriter.(interface{ Unwrap() http.ResponseWriter })
+	}
 	switch {
 	case f && h:
 		return flushHijacker{s}
