@@ -278,16 +278,22 @@ func TestTiersValidatedAtRegistration(t *testing.T) {
 	}
 }
 
-// A Quota given to several limits (grpclimit.New gives its options to every entry)
-// reaches them all: Reset forgets the key in each, Peek answers with the tightest. A limit
-// registered again with the same policy and scope (a router rebuilt) replaces its earlier
-// self rather than adding to what Reset walks.
+// A Quota given to several limits (registered in different places, or by one
+// grpclimit.New) reaches them all: Reset forgets the key in each, Peek answers with the
+// tightest. A limit registered again from the same place (a router rebuilt) replaces its
+// earlier self rather than adding to what Reset and Peek walk.
 func TestQuotaReachesEveryLimitItIsGiven(t *testing.T) {
 	q := new(core.Quota)
 	store := core.NewMemoryStore(nil)
 	opts := []core.Option{core.WithStore(store), core.WithScope("auth"), core.WithQuota(q)}
-	login, reset := adapter.Must(1, time.Minute, opts...), adapter.Must(2, time.Minute, opts...)
-	again := adapter.Must(2, time.Minute, opts...) // the second limit registered again
+	login := adapter.Must(1, time.Minute, opts...)
+	var reset, again adapter.Limiter
+	for i := range 2 { // the second registered again from the same place: a router rebuilt
+		again = adapter.Must(2, time.Minute, opts...)
+		if i == 0 {
+			reset = again
+		}
+	}
 	in := adapter.Input{Route: "/x", Peer: "192.0.2.1:1"}
 	if got := admitted([]adapter.Limiter{login}, in, 2); got != 1 {
 		t.Fatalf("1/1m: %d of 2 admitted", got)
@@ -316,5 +322,27 @@ func TestQuotaReachesEveryLimitItIsGiven(t *testing.T) {
 	}
 	if n := core.QuotaLimits(q); n != 2 {
 		t.Errorf("the Quota reaches %d limits, want 2: a limit registered again replaces itself", n)
+	}
+}
+
+// A router rebuilt with another policy for a limit (a configuration reload) registers it
+// again from the same place: its Quota answers from the new limit only, not the one no
+// longer in use.
+func TestQuotaFollowsALimitRegisteredAgain(t *testing.T) {
+	q := new(core.Quota)
+	var live adapter.Limiter
+	for _, n := range []int{5, 100} {
+		live = adapter.Must(n, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("login"), core.WithQuota(q))
+	}
+	in := adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}
+	if got := admitted([]adapter.Limiter{live}, in, 3); got != 3 {
+		t.Fatalf("%d of 3 admitted", got)
+	}
+	d, err := q.Peek(context.Background(), "192.0.2.1")
+	if err != nil || d.Rate.Count != 100 || d.Remaining != 97 {
+		t.Fatalf("Peek after 3 requests to the reloaded 100/1m limit: %+v %v; want 100/1m with 97 left", d, err)
+	}
+	if n := core.QuotaLimits(q); n != 1 {
+		t.Errorf("the Quota reaches %d limits, want 1", n)
 	}
 }

@@ -27,19 +27,29 @@ type Quota struct {
 	ls atomic.Pointer[[]*limiter]
 }
 
+// quotaEntry is a limit a Quota reaches, with where and in which call it was registered.
+type quotaEntry struct {
+	site  string
+	batch any
+}
+
 // errNoLimit is returned by a Quota whose limit has not been registered.
 var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
 
-// register adds l to the limits q reaches. A limit of the same policy and scope, whose
-// buckets are l's (a router rebuilt registers again), is replaced, so that the list
-// stays as long as the distinct limits.
-func (q *Quota) register(l *limiter) {
+// register adds l, registered at site (its caller's stack) in batch (hook.BatchKey's
+// value, nil for a limit registered alone), to the limits q reaches. A limit of the same
+// scope registered earlier from the same site in another call is replaced: a router
+// rebuilt (on a configuration reload, say) registers its limits again, maybe with other
+// policies, and the limit it no longer uses must not answer Peek. The limits one call
+// registers (grpclimit.New's, one per method) stay together.
+func (q *Quota) register(l *limiter, site string, batch any) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	l.quotaEntry = quotaEntry{site: site, batch: batch}
 	var ls []*limiter
 	if old := q.ls.Load(); old != nil {
 		for _, o := range *old {
-			if o.policy.text != l.policy.text || o.cfg.scope != l.cfg.scope {
+			if o.quotaEntry.site != site || o.cfg.scope != l.cfg.scope || batch != nil && o.quotaEntry.batch == batch {
 				ls = append(ls, o)
 			}
 		}

@@ -90,6 +90,12 @@ const (
 	HeaderReset           = "X-Ratelimit-Reset"
 )
 
+// BatchKey is the extension key under which an adapter that registers several limits in
+// one call (grpclimit.New, one per method) puts a value of that call's own: a Quota they
+// share reaches them all, where a limit registered again from the same place replaces
+// the one before it.
+type BatchKey struct{}
+
 // Set by package core when it is initialized.
 var (
 	// Build builds a limit: count per period, or with parse the policy's text, with opts, a
