@@ -88,3 +88,11 @@ func QuotaLimits(q *Quota) int {
 	ls, _ := q.limits()
 	return len(ls)
 }
+
+// Fences is how many reset fences m holds for p's table.
+func Fences(m *MemoryStore, p *Policy) int {
+	t := m.table(p)
+	t.fenceMu.RLock()
+	defer t.fenceMu.RUnlock()
+	return len(t.fences)
+}

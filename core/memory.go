@@ -68,9 +68,10 @@ type keyTable struct {
 	// reset forgot can carry (in the grants' unit: the compact log's for a compact table).
 	// A grant is found by its time, or its bucket's or unit's, so without the fence a
 	// request in flight across a reset would give back a grant made after it.
-	fenceMu sync.Mutex
-	fences  map[uint64]int64
-	fenced  atomic.Bool // fences may hold a key: Release looks
+	fenceMu    sync.RWMutex
+	fences     map[uint64]int64
+	fencePrune int         // len(fences) at which fence next drops the old ones
+	fenced     atomic.Bool // fences may hold a key: Release looks
 }
 
 type scopeHash struct {
@@ -278,12 +279,14 @@ func (t *keyTable) fence(h uint64, now int64) {
 	if t.fences == nil {
 		t.fences = map[uint64]int64{}
 	}
-	if len(t.fences) >= 64 {
+	// Dropped when the map has doubled since: each reset pays for a bounded share of them.
+	if len(t.fences) >= max(64, t.fencePrune) {
 		for k, f := range t.fences {
 			if t.fenceGone(f, now) {
 				delete(t.fences, k)
 			}
 		}
+		t.fencePrune = 2 * len(t.fences)
 	}
 	t.fences[h] = at
 	t.fenced.Store(true)
@@ -302,9 +305,9 @@ func (t *keyTable) fencedOut(h uint64, grant int64) bool {
 	if !t.fenced.Load() {
 		return false
 	}
-	t.fenceMu.Lock()
+	t.fenceMu.RLock()
 	f, ok := t.fences[h]
-	t.fenceMu.Unlock()
+	t.fenceMu.RUnlock()
 	return ok && grant <= f
 }
 

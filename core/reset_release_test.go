@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -132,5 +133,27 @@ func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 					failed, time.Duration(failed+2)*time.Millisecond, failed+1, c.count, c.period)
 			}
 		})
+	}
+}
+
+// A reset's fence is dropped once every grant it forgot is out of every window: a store
+// that resets keys all day holds the fences of about two periods, not of every reset.
+func TestResetFencesAreDropped(t *testing.T) {
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+	p := mustPolicy(core.Rate{Count: 1, Period: time.Second})
+	ctx := context.Background()
+	for i := range 2000 {
+		q := core.Query{Policy: p, Key: fmt.Sprint("user-", i)}
+		if _, err := s.Decide(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Reset(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(100 * time.Millisecond) // two periods hold 20 resets
+	}
+	if n := core.Fences(s, p); n > 128 {
+		t.Fatalf("%d fences held after 2000 resets, 20 of them within two periods", n)
 	}
 }

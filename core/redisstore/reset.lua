@@ -12,7 +12,8 @@ if useTime == 1 then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 end
-redis.call('DEL', KEYS[1])
+-- A key that is gone holds no grant a release could be taken for: no fence.
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
 if px > 0 then
   redis.call('SET', KEYS[2], struct.pack('<i8', now), 'PX', px)
 else

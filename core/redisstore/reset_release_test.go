@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,32 @@ func TestReleaseAfterReset(t *testing.T) {
 				t.Fatalf("%v: %d grants after the reset, then one more admitted within the window: giving back the grant the reset forgot took one made after it (%+v)", p, n, d)
 			}
 		})
+	}
+}
+
+// A reset of a key that holds nothing writes no fence: nothing could be taken for one of
+// its grants, and a fence per such reset would only take memory.
+func TestResetOfAnAbsentKeyLeavesNoFence(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	c := newClient(t, standalone)
+	prefix := freshPrefix(t)
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(prefix))
+	q := core.Query{Policy: mustParse("3/1m"), Key: "never-seen"}
+	if err := s.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := c.Keys(ctx, prefix+"*").Result(); err != nil || len(keys) != 0 {
+		t.Fatalf("after resetting an absent key: keys %q %v, want none", keys, err)
+	}
+	if _, err := s.Decide(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil || len(keys) != 1 || !strings.HasSuffix(keys[0], ":reset") {
+		t.Fatalf("after resetting a used key: keys %q %v, want its fence alone", keys, err)
 	}
 }
