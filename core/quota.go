@@ -27,7 +27,7 @@ type Quota struct {
 	ls atomic.Pointer[[]*limiter]
 }
 
-// quotaEntry is a limit a Quota reaches, with where and in which call it was registered.
+// quotaEntry says where, and in which call, a limit a Quota reaches was registered.
 type quotaEntry struct {
 	site  string
 	batch any
