@@ -414,8 +414,11 @@ func withSent(ctx context.Context, md metadata.MD) context.Context {
 	if len(members) == 0 {
 		return ctx
 	}
-	sent, _ := ctx.Value(sentKey{}).([]string)
-	return context.WithValue(ctx, sentKey{}, append(slices.Clip(sent), members...))
+	// md is this call's own and not written after: its members need no copy of their own.
+	if sent, _ := ctx.Value(sentKey{}).([]string); len(sent) > 0 {
+		members = append(slices.Clip(sent), members...)
+	}
+	return context.WithValue(ctx, sentKey{}, members)
 }
 
 // sentStream is a stream whose context carries the members sent (see withSent).

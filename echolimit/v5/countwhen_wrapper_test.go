@@ -2,10 +2,8 @@ package echolimit_test
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -34,13 +32,7 @@ func TestWrappedWriterStatusSeen(t *testing.T) {
 	e.Use(wrapPlain)
 	e.POST("/login", func(c *echo.Context) error { return c.String(401, "bad password") },
 		echolimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithCountWhen(core.Failed)))
-	var got []int
-	for range 5 {
-		w := httptest.NewRecorder()
-		e.ServeHTTP(w, httptest.NewRequest("POST", "/login", nil))
-		got = append(got, w.Code)
-	}
-	if want := "[401 401 401 429 429]"; fmt.Sprint(got) != want {
+	if got, want := statuses(e, "POST", "/login", 5), "[401 401 401 429 429]"; got != want {
 		t.Errorf("5 failed logins, limit 3/1m counting failures: %v, want %s", got, want)
 	}
 }
