@@ -128,11 +128,12 @@ var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporary
 
 // WithPattern lets middleware that runs before routing learn the route pattern a request
 // will match from pattern, which returns "" when none matches. It is WithMux for other
-// routers; with chi, whose r.Use middleware runs before routing:
+// routers. pattern must ask for the path the router routes on, or a client reaches a
+// route while being counted under another; chi, whose r.Use middleware runs before
+// routing, routes on the path a middleware set in its route context, else the escaped
+// path (examples/chi has the function):
 //
-//	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(func(req *http.Request) string {
-//		return r.Find(chi.NewRouteContext(), req.Method, req.URL.Path)
-//	})))
+//	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
 //
 // Requests whose pattern is "" share one bucket per client.
 func WithPattern(pattern func(*http.Request) string) core.Option {

@@ -25,15 +25,32 @@ import (
 func newRouter() *chi.Mux {
 	r := chi.NewRouter()
 	// Router-wide: 100 a minute per client and route, the route found before routing.
-	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(func(req *http.Request) string {
-		return r.Find(chi.NewRouteContext(), req.Method, req.URL.Path)
-	})))
+	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
 	hello := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") }
 	r.With(nethttp.Limit(3, time.Minute)).Get("/user/test", hello)
 	r.With(nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))).Get("/search", hello)
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
 	r.With(nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans))).Get("/api/data", hello)
 	return r
+}
+
+// chiPattern returns the pattern of the route chi will run for a request, "" for none,
+// asking for the path chi routes on: the one a middleware before the limit set in the
+// route context (StripSlashes, CleanPath), else the escaped path. Asked for another path,
+// the router would name another route's pattern for GET /user/a%2Fposts, which chi runs
+// as /user/{id}: a second quota for that route. Limits go after middleware that changes
+// the path.
+func chiPattern(r chi.Routes) func(*http.Request) string {
+	return func(req *http.Request) string {
+		path := req.URL.RawPath
+		if path == "" {
+			path = req.URL.Path
+		}
+		if rc := chi.RouteContext(req.Context()); rc != nil && rc.RoutePath != "" {
+			path = rc.RoutePath
+		}
+		return r.Find(chi.NewRouteContext(), req.Method, path)
+	}
 }
 
 // issued stands for the application's store of the API tokens it issued, and their plans.

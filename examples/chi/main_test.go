@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/exampletest"
@@ -31,9 +32,7 @@ func TestMountings(t *testing.T) {
 		},
 		"use-with-pattern": func(limit func(...core.Option) func(http.Handler) http.Handler) *chi.Mux {
 			r := chi.NewRouter()
-			r.Use(limit(nethttp.WithPattern(func(req *http.Request) string {
-				return r.Find(chi.NewRouteContext(), req.Method, req.URL.Path)
-			})))
+			r.Use(limit(nethttp.WithPattern(chiPattern(r))))
 			r.Get("/user/{id}", ok)
 			r.Get("/other", ok)
 			return r
@@ -71,3 +70,34 @@ func TestMountings(t *testing.T) {
 
 // issue adds token to the tokens the application issued.
 func issue(token, plan string) { issued[token] = plan }
+
+// TestPatternIsWhatChiRoutes holds chiPattern to the path chi routes on: an escaped slash
+// in a parameter (chi routes on the escaped path), or a trailing slash that StripSlashes
+// took away before the limit, still reaches /user/{id} and must count in its bucket,
+// rather than under /user/{id}/posts's or in the bucket of requests matching no route.
+func TestPatternIsWhatChiRoutes(t *testing.T) {
+	for name, pre := range map[string][]func(http.Handler) http.Handler{
+		"escaped":       nil,
+		"strip-slashes": {middleware.StripSlashes},
+		"clean-path":    {middleware.CleanPath},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := chi.NewRouter()
+			r.Use(pre...)
+			r.Use(nethttp.Limit(1, time.Minute, nethttp.WithPattern(chiPattern(r)), core.WithStore(core.NewMemoryStore(nil))))
+			reached := 0
+			r.Get("/user/{id}", func(w http.ResponseWriter, _ *http.Request) { reached++ })
+			r.Get("/user/{id}/posts", func(w http.ResponseWriter, _ *http.Request) {})
+			for _, path := range []string{"/user/1", "/user/2", "/user/a%2Fb", "/user/a%2Fposts", "/user/3/", "/user//4"} {
+				w := httptest.NewRecorder()
+				req := httptest.NewRequest("GET", path, nil)
+				req.RemoteAddr = "192.0.2.1:1234"
+				r.ServeHTTP(w, req)
+				t.Logf("GET %s: %d", path, w.Code)
+			}
+			if reached != 1 {
+				t.Errorf("GET /user/{id}, limited to 1 a minute per client, reached its handler %d times from one client", reached)
+			}
+		})
+	}
+}
