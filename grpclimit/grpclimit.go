@@ -232,7 +232,7 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 		if e == nil {
 			return handler(ctx, req)
 		}
-		v, md, err := ic.check(ctx, e, info.FullMethod)
+		v, md, err := ic.check(ctx, e, info.FullMethod, info.FullMethod)
 		if md != nil {
 			// Fails only outside a server's call (an interceptor called directly), where
 			// there is no response to carry the fields.
@@ -262,7 +262,11 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 		if e == nil {
 			return handler(srv, ss)
 		}
-		v, md, err := ic.check(ss.Context(), e, info.FullMethod)
+		route := info.FullMethod
+		if srv == nil {
+			route = ic.unknownRoute(route)
+		}
+		v, md, err := ic.check(ss.Context(), e, info.FullMethod, route)
 		if md != nil {
 			_ = ss.SetHeader(md)
 			if ctx := withSent(ss.Context(), md); ctx != ss.Context() {
@@ -283,16 +287,31 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
-// check decides one call: its verdict, the header metadata to send (nil for none) and,
-// when the call is refused, its error.
-func (ic *Interceptors) check(ctx context.Context, e *entry, method string) (adapter.Verdict, metadata.MD, error) {
+// unknownRoute returns the route that keys a call grpc.UnknownServiceHandler serves
+// (grpc passes no service then): its name is whatever the client wrote, and keyed by it, a
+// client would get a bucket per made-up name. Only the part an entry names counts: the
+// method of a method entry, the service of a service entry, and nothing under "*", where
+// such calls share one bucket per client, as requests matching no route do.
+func (ic *Interceptors) unknownRoute(fullMethod string) string {
+	if ic.methods[fullMethod] != nil {
+		return fullMethod
+	}
+	if i := strings.LastIndexByte(fullMethod, '/'); i > 0 && ic.services[fullMethod[1:i]] != nil {
+		return fullMethod[:i+1]
+	}
+	return ""
+}
+
+// check decides one call of method, keyed by route: its verdict, the header metadata to
+// send (nil for none) and, when the call is refused, its error.
+func (ic *Interceptors) check(ctx context.Context, e *entry, method, route string) (adapter.Verdict, metadata.MD, error) {
 	var addr string
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
-	in := adapter.Input{Route: method, Peer: addr}
+	in := adapter.Input{Route: route, Peer: addr}
 	if e.needsRequest {
-		in.Request = &request{ctx: ctx, method: method, peer: addr}
+		in.Request = &request{ctx: ctx, method: method, route: route, peer: addr}
 	}
 	h := &headerSetter{md: metadata.MD{}}
 	h.sent, _ = ctx.Value(sentKey{}).([]string)
@@ -452,6 +471,7 @@ func metadataKey(name string) string {
 type request struct {
 	ctx    context.Context
 	method string
+	route  string
 	peer   string
 	md     metadata.MD
 	read   bool
@@ -460,7 +480,7 @@ type request struct {
 func (q *request) Context() context.Context { return q.ctx }
 func (q *request) Method() string           { return q.method }
 func (q *request) Path() string             { return q.method }
-func (q *request) Route() string            { return q.method }
+func (q *request) Route() string            { return q.route }
 func (q *request) RemoteAddr() string       { return q.peer }
 func (q *request) Value(key any) any        { return q.ctx.Value(key) }
 
