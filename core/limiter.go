@@ -81,6 +81,9 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	} else {
 		l, err = newLimiter([]Rate{{Count: count, Period: period}}, false, o)
 	}
+	if err == nil {
+		err = unusable(&l.cfg, site.fn)
+	}
 	if err != nil {
 		if panics {
 			panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))

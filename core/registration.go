@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // A registrationSite is where a limit was registered: the application's frames that led to
@@ -59,8 +62,9 @@ func registration() registrationSite {
 }
 
 // isLibraryFrame reports whether fn belongs to one of this module's library packages
-// (core, its stores, the adapters), rather than to an application, a test, or a test
-// helper package (named like httptest: adaptertest, storetest), whose frames are callers.
+// (core, its stores, the adapters), rather than to an application, a test, a test helper
+// package (named like httptest: adaptertest, storetest), or one of the applications the
+// repository ships (examples/..., grpclimit/example, docs/...), whose frames are callers.
 func isLibraryFrame(fn string) bool {
 	rest, ok := strings.CutPrefix(fn, ownModule)
 	if !ok {
@@ -70,7 +74,8 @@ func isLibraryFrame(fn string) bool {
 	if i := strings.IndexByte(rest, '.'); i >= 0 {
 		pkg = rest[:i] // "core", "internal/adaptertest", "ginlimit_test"
 	}
-	return !strings.HasSuffix(pkg, "test")
+	app := strings.HasPrefix(pkg, "examples/") || strings.HasPrefix(pkg, "docs/") || strings.HasSuffix(pkg, "/example")
+	return !app && !strings.HasSuffix(pkg, "test")
 }
 
 // where describes the site for messages: file:line and, when the source is at hand, the
@@ -129,4 +134,33 @@ func identify(policy string, stack []string) (ident string, nth int) {
 	h := fnv.New64a()
 	h.Write([]byte(site))
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16), nth
+}
+
+// unusable returns an error for options that the function registering the limit (fn, such
+// as "ginlimit.Limit") cannot apply, which would otherwise be ignored without a word: a
+// forwarded header without the proxies it is read from, another adapter's option (a deny
+// handler that would never answer), and WithClientIPFromFramework where the framework has
+// no client IP of its own.
+func unusable(c *config, fn string) error {
+	if c.forwardedHeader != "" && len(c.trusted) == 0 {
+		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
+	}
+	if fn == "" {
+		return nil
+	}
+	if c.frameworkIP && c.extensions[hook.NoFrameworkIPKey{}] != nil {
+		return fmt.Errorf("WithClientIPFromFramework: %s has no framework client IP; name your proxies with WithTrustedProxies", fn)
+	}
+	slash := strings.LastIndexByte(fn, '/') + 1
+	pkg := fn
+	if dot := strings.IndexByte(fn[slash:], '.'); dot >= 0 {
+		pkg = fn[:slash+dot] // "echolimit/v5" of "echolimit/v5.Limit"
+	}
+	for key := range c.extensions {
+		from, ok := strings.CutPrefix(reflect.TypeOf(key).PkgPath(), ownModule)
+		if ok && from != pkg && !strings.HasPrefix(from, "internal/") {
+			return fmt.Errorf("an option of package %s given to %s, which cannot apply it: use %s's own", from, fn, pkg)
+		}
+	}
+	return nil
 }

@@ -50,11 +50,7 @@ func TestWithMuxConnectCannotMintBuckets(t *testing.T) {
 // WithMux(nil) is refused where the limit is declared; it registered, and every request
 // then panicked on the nil mux.
 func TestWithMuxNilIsRefusedAtRegistration(t *testing.T) {
-	msg := func() (msg string) {
-		defer func() { msg = fmt.Sprint(recover()) }()
-		nethttp.Limit(3, time.Minute, nethttp.WithMux(nil))
-		return ""
-	}()
+	msg := registering(func() { nethttp.Limit(3, time.Minute, nethttp.WithMux(nil)) })
 	if !strings.Contains(msg, "WithMux(nil)") || !strings.Contains(msg, "ServeMux") {
 		t.Errorf("Limit with WithMux(nil): panicked %q; want WithMux(nil) refused, naming the mux wanted", msg)
 	}

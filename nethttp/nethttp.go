@@ -33,13 +33,19 @@ import (
 // store, the key, the headers and more. Bad arguments panic, naming the value and where the
 // limit was registered; use New to get an error instead.
 func Limit(count int, period time.Duration, opts ...core.Option) func(http.Handler) http.Handler {
-	return middleware(adapter.Must(count, period, opts...))
+	return middleware(adapter.Must(count, period, own(opts)...))
+}
+
+// own adds to the application's options what marks the limit as net/http's, which has no
+// framework client IP for core.WithClientIPFromFramework to take.
+func own(opts []core.Option) []core.Option {
+	return append([]core.Option{adapter.NoFrameworkIP}, opts...)
 }
 
 // New returns middleware enforcing a policy given as text ("3/1m", "500/2s,2000/10s"), for
 // limits read from configuration. A bad policy or option is returned as an error.
 func New(policy string, opts ...core.Option) (func(http.Handler) http.Handler, error) {
-	l, err := adapter.Parse(policy, opts...)
+	l, err := adapter.Parse(policy, own(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +56,10 @@ func middleware(l adapter.Limiter) func(http.Handler) http.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	pattern, _ := l.Extension(patternKey{}).(func(*http.Request) string)
 	return func(next http.Handler) http.Handler {
+		if next == nil {
+			// Refused here, where the route is registered, rather than on every request.
+			panic("nethttp: a limit given a nil http.Handler: want the handler it limits")
+		}
 		return &handler{l: l, next: next, deny: deny, pattern: pattern}
 	}
 }
@@ -137,6 +147,9 @@ var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporary
 //
 // Requests whose pattern is "" share one bucket per client.
 func WithPattern(pattern func(*http.Request) string) core.Option {
+	if pattern == nil {
+		return adapter.Refuse(errors.New("WithPattern(nil): want the function that returns a request's route pattern"))
+	}
 	return adapter.Option(patternKey{}, pattern)
 }
 

@@ -97,3 +97,7 @@ func Option(key, value any) core.Option {
 func Refuse(err error) core.Option {
 	return hook.Refuse(err).(core.Option)
 }
+
+// NoFrameworkIP marks the limits of an adapter whose framework has no client IP of its own
+// (net/http): core.WithClientIPFromFramework is refused where such a limit is registered.
+var NoFrameworkIP = Option(hook.NoFrameworkIPKey{}, true)

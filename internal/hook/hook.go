@@ -96,6 +96,11 @@ const (
 // the one before it.
 type BatchKey struct{}
 
+// NoFrameworkIPKey is the extension key under which an adapter whose framework has no
+// client IP of its own (net/http) marks its limits: core.WithClientIPFromFramework is then
+// refused where the limit is registered, rather than ignored.
+type NoFrameworkIPKey struct{}
+
 // Set by package core when it is initialized.
 var (
 	// Build builds a limit: count per period, or with parse the policy's text, with opts, a
