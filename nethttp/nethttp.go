@@ -60,7 +60,7 @@ func middleware(l adapter.Limiter) func(http.Handler) http.Handler {
 			// Refused here, where the route is registered, rather than on every request.
 			panic("nethttp: a limit given a nil http.Handler: want the handler it limits")
 		}
-		return &handler{l: l, next: next, deny: deny, pattern: pattern}
+		return &handler{l: l, next: next, deny: deny, pattern: pattern, needsRequest: l.NeedsRequest()}
 	}
 }
 
@@ -69,16 +69,23 @@ type handler struct {
 	next    http.Handler
 	deny    DenyFunc
 	pattern func(*http.Request) string
+
+	needsRequest bool
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Before routing (around a whole ServeMux or router) r.Pattern is "", and core counts
 	// every request in one bucket per client, unless the router can be asked first.
-	route := r.Pattern
-	if route == "" && h.pattern != nil {
-		route = h.pattern(r)
+	in := adapter.Input{Route: r.Pattern, Peer: r.RemoteAddr, Request: request{r}}
+	if in.Route == "" && h.pattern != nil {
+		in.Route = h.pattern(r)
+		if in.Route != "" && h.needsRequest {
+			// Key, skip, cost and tier functions see the route the limit keys by, which
+			// r.Pattern does not hold before routing.
+			in.Request = &routedRequest{request{r}, in.Route}
+		}
 	}
-	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: request{r}}, adapter.HeaderMap(w.Header()))
+	v := h.l.Check(r.Context(), in, adapter.HeaderMap(w.Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			h.next.ServeHTTP(w, r)
@@ -164,3 +171,11 @@ func (q request) Header(name string) string    { return q.r.Header.Get(name) }
 func (q request) Headers(name string) []string { return q.r.Header.Values(name) }
 func (q request) RemoteAddr() string           { return q.r.RemoteAddr }
 func (q request) Value(key any) any            { return q.r.Context().Value(key) }
+
+// routedRequest is a request whose route WithMux or WithPattern found before routing.
+type routedRequest struct {
+	request
+	route string
+}
+
+func (q *routedRequest) Route() string { return q.route }

@@ -3,6 +3,8 @@ package nethttp_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +55,21 @@ func TestClientIPFromFrameworkIsRefused(t *testing.T) {
 	}
 	if msg := registering(func() { nethttp.Limit(3, time.Minute, core.WithClientIPFromFramework()) }); !strings.Contains(msg, "WithClientIPFromFramework") {
 		t.Errorf("Limit with WithClientIPFromFramework: panicked %q; want it refused", msg)
+	}
+}
+
+// Under WithMux the limit keys by the pattern the request will match; the key, skip, cost
+// and tier functions see that route too, though r.Pattern is not set before routing.
+func TestRouteSeenByFunctionsUnderWithMux(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /user/{id}", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	var seen []string
+	h := nethttp.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil)), nethttp.WithMux(mux),
+		core.WithSkip(func(r core.Request) bool { seen = append(seen, r.Route()); return false }))(mux)
+	for _, path := range []string{"/user/1", "/nowhere"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	if want := []string{"GET /user/{id}", ""}; !slices.Equal(seen, want) {
+		t.Errorf("core.Request.Route() under WithMux for /user/1 and /nowhere: %q, want %q", seen, want)
 	}
 }
