@@ -11,7 +11,8 @@ import (
 type Counter struct {
 	store  Store
 	policy *Policy
-	name   string
+	name   string // as the application gave it, for messages
+	scope  string // the name set apart from every limit's scope
 }
 
 // NewCounter counts up to capacity events per key over window; name sets its keys apart,
@@ -29,7 +30,7 @@ func NewCounter(name string, capacity int, window time.Duration, store Store) (*
 	} else if err := checkStore("NewCounter", store); err != nil {
 		return nil, fmt.Errorf("counter %q: %w", name, err)
 	}
-	return &Counter{store: store, policy: p, name: "\x00counter " + name}, nil
+	return &Counter{store: store, policy: p, name: name, scope: "\x00counter " + name}, nil
 }
 
 // Add records weight (at least 1) events for key now and returns the window's count, them
@@ -39,18 +40,18 @@ func (c *Counter) Add(ctx context.Context, key string, weight int) (int, error) 
 		// A store counts a cost below 1 as 1: recording an event the caller did not mean.
 		return 0, fmt.Errorf("reqlimit: counter %q: Add(%q, %d): want a weight of at least 1", c.name, key, weight)
 	}
-	d, err := c.store.Decide(ctx, Query{Policy: c.policy, Scope: c.name, Key: key, Cost: weight, Mode: Penalty})
+	d, err := c.store.Decide(ctx, Query{Policy: c.policy, Scope: c.scope, Key: key, Cost: weight, Mode: Penalty})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reqlimit: counter %q: Add(%q, %d): %w", c.name, key, weight, err)
 	}
 	return d.Rate.Count - d.Remaining, nil
 }
 
 // Count returns the count for key in the window ending now.
 func (c *Counter) Count(ctx context.Context, key string) (int, error) {
-	d, err := c.store.Decide(ctx, Query{Policy: c.policy, Scope: c.name, Key: key, Mode: Peek})
+	d, err := c.store.Decide(ctx, Query{Policy: c.policy, Scope: c.scope, Key: key, Mode: Peek})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reqlimit: counter %q: Count(%q): %w", c.name, key, err)
 	}
 	return d.Rate.Count - d.Remaining, nil
 }

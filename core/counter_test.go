@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,8 +61,8 @@ func TestCounterAddRefusesWeightBelowOne(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, w := range []int{0, -5} {
-		if n, err := c.Add(ctx, "k", w); err == nil || !strings.Contains(err.Error(), fmt.Sprint(w)) {
-			t.Errorf("Add(k, %d) = %d, %v; want an error naming the weight", w, n, err)
+		if n, err := c.Add(ctx, "k", w); err == nil || !strings.Contains(err.Error(), fmt.Sprint(w)) || !strings.Contains(err.Error(), `counter "logins"`) {
+			t.Errorf("Add(k, %d) = %d, %v; want an error naming the counter as given and the weight", w, n, err)
 		}
 	}
 	if n, err := c.Count(ctx, "k"); n != 0 || err != nil {
@@ -69,5 +70,17 @@ func TestCounterAddRefusesWeightBelowOne(t *testing.T) {
 	}
 	if n, err := c.Add(ctx, "k", 1); n != 1 || err != nil {
 		t.Fatalf("Add(k, 1) = %d, %v; want 1", n, err)
+	}
+}
+
+// A store's error names the counter and the call, and still matches what it wraps.
+func TestCounterErrorsNameTheCounter(t *testing.T) {
+	c, err := core.NewCounter("logins", 10, time.Minute, core.NewMemoryStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Add(context.Background(), "alice", 11)
+	if !errors.Is(err, core.ErrCostTooHigh) || !strings.Contains(err.Error(), `counter "logins": Add("alice", 11)`) {
+		t.Errorf("Add(alice, 11) on 10/1m: %v; want ErrCostTooHigh, naming the counter and the call", err)
 	}
 }
