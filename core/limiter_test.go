@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,20 @@ func TestQuotaFollowsALimitRegisteredAgain(t *testing.T) {
 	}
 	if n := core.QuotaLimits(q); n != 1 {
 		t.Errorf("the Quota reaches %d limits, want 1", n)
+	}
+}
+
+// Observers add up: an application that gives a limit two (both metrics integrations, or
+// metrics and its own log) has each called with every event, in the order given; a nil
+// observer adds nothing.
+func TestObserversAddUp(t *testing.T) {
+	var seen []string
+	l := adapter.Must(3, time.Minute, core.WithStore(core.NewMemoryStore(nil)),
+		core.WithObserver(func(e core.Event) { seen = append(seen, "first "+e.Outcome.String()) }),
+		core.WithObserver(nil),
+		core.WithObserver(func(e core.Event) { seen = append(seen, "second "+e.Outcome.String()) }))
+	l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}, nil)
+	if want := []string{"first admitted", "second admitted"}; !slices.Equal(seen, want) {
+		t.Errorf("two observers saw %q, want %q", seen, want)
 	}
 }

@@ -179,7 +179,8 @@ func WithFailMode(m FailMode) Option {
 	}
 }
 
-// WithFailStatus sets FailClosed's refusal status, 4xx or 5xx; 429 by default.
+// WithFailStatus sets the status of undecided requests (FailClosed's refusals, requests
+// that ended first): 4xx or 5xx, 429 by default.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
 		if code < 400 || code > 599 {
@@ -196,9 +197,18 @@ func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 	return func(c *config) error { c.onError = hook; return nil }
 }
 
-// WithObserver calls observe after every decision, on the request's goroutine.
+// WithObserver adds observe to what every decision calls, on its goroutine.
 func WithObserver(observe func(Event)) Option {
-	return func(c *config) error { c.observer = observe; return nil }
+	return func(c *config) error {
+		// Added, not replaced: an application that takes both metrics integrations, or
+		// metrics and its own log, would lose all but the last without a word.
+		if prev := c.observer; prev != nil && observe != nil {
+			c.observer = func(e Event) { prev(e); observe(e) }
+		} else if observe != nil {
+			c.observer = observe
+		}
+		return nil
+	}
 }
 
 // WithDenyResponse sets the status (4xx or 5xx) and text of refusals, 429 "Too Many

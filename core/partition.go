@@ -10,10 +10,9 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// WithPartitionKey adds the draft's pk to each RateLimit-Policy member, so that a client can
-// tell its quotas apart: 12 bytes of an HMAC-SHA256 of its key, never the key, for a hash
-// and an allocation per response. secret must be 16 random bytes or more, the same in every
-// instance.
+// WithPartitionKey adds the draft's pk, telling a client's quotas apart, to each
+// RateLimit-Policy member: 12 bytes of an HMAC-SHA256 of its key, never the key. secret
+// must be 16 random bytes or more, the same in every instance.
 func WithPartitionKey(secret string) Option {
 	return func(c *config) error {
 		if len(secret) < 16 {
