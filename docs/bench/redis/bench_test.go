@@ -35,8 +35,13 @@ var (
 // TestMain starts a redis-server on a free loopback port for the run.
 func TestMain(m *testing.M) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
+		// As the store's own tests (internal/redistest): absent, the benchmarks skip,
+		// unless CI, which installs the server, runs them.
 		fmt.Fprintln(os.Stderr, "bench: redis-server not found")
-		os.Exit(1)
+		if os.Getenv("CI") != "" {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
