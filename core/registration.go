@@ -110,8 +110,10 @@ var registered struct {
 // yet "the same limit" must name the same buckets in every process of a deployment, for
 // shared stores. So the first limit registered with a policy keeps the plain bucket names,
 // and a limit registered with that policy from another call stack is told apart by that
-// stack, which is the same in every process running the same build. The same site
-// registering again (a router rebuilt) gets the same buckets.
+// stack, which is the same in every process running the same build. The same stack
+// registering again (a router rebuilt by the same code) gets the same buckets; a router
+// rebuilt by another code path (a reload function) cannot be told from a second limit
+// registered through a shared helper, and counts apart: WithScope names such limits.
 //
 // nth is the site's place among those registered with the policy, from 1, the same in
 // every process of a build too: it tells the limits' RateLimit list members apart.
