@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -99,5 +100,37 @@ func TestPatternIsWhatChiRoutes(t *testing.T) {
 				t.Errorf("GET /user/{id}, limited to 1 a minute per client, reached its handler %d times from one client", reached)
 			}
 		})
+	}
+}
+
+// TestRealIPBeforeTheLimit holds the warning in docs/operations.md: behind chi's
+// middleware.RealIP, which believes any client's forwarded headers, each forged header is
+// a fresh quota; a limit before it keys by the peer.
+func TestRealIPBeforeTheLimit(t *testing.T) {
+	admitted := func(middlewares ...func(http.Handler) http.Handler) int {
+		r := chi.NewRouter()
+		r.Use(middlewares...)
+		r.Get("/user/{id}", func(http.ResponseWriter, *http.Request) {})
+		n := 0
+		for i := range 5 {
+			req := httptest.NewRequest("GET", "/user/1", nil)
+			req.RemoteAddr = "192.0.2.1:1234"
+			req.Header.Set("X-Real-IP", "203.0.113."+strconv.Itoa(i+1))
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, req)
+			if w.Code == http.StatusOK {
+				n++
+			}
+		}
+		return n
+	}
+	limit := func() func(http.Handler) http.Handler {
+		return nethttp.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)))
+	}
+	if n := admitted(middleware.RealIP, limit()); n != 5 {
+		t.Errorf("limit behind RealIP: %d of 5 requests with forged X-Real-IP admitted by 1/1m; the docs say each buys a quota", n)
+	}
+	if n := admitted(limit(), middleware.RealIP); n != 1 {
+		t.Errorf("limit before RealIP: %d of 5 requests with forged X-Real-IP admitted by 1/1m, want 1", n)
 	}
 }
