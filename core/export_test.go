@@ -89,6 +89,9 @@ func QuotaLimits(q *Quota) int {
 	return len(ls)
 }
 
+// QuotaHeld is how many limits q holds, collected ones not yet dropped included.
+func QuotaHeld(q *Quota) int { return len(*q.ls.Load()) }
+
 // Fences is how many reset fences m holds for p's table.
 func Fences(m *MemoryStore, p *Policy) int {
 	t := m.table(p)

@@ -31,8 +31,6 @@ type limiter struct {
 	ident  string
 	scopes *scopeCache // made with ident, so the common limit stays small
 
-	quotaEntry quotaEntry // where the limit was registered, for its Quota (see register)
-
 	policyField string    // RateLimit-Policy, fixed for the limiter's life
 	policyValue [1]string // the same, as the one-element value a HeaderMap holds
 	rateNames   []string
@@ -103,7 +101,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	}
 	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
 	if l.cfg.quota != nil {
-		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
+		l.cfg.quota.register(l, strings.Join(site.stack, "\n"))
 	}
 	return l, nil
 }

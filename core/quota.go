@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 )
 
 // A Quota reaches a registered limit's buckets outside requests: forget a client's grants
@@ -23,48 +25,54 @@ import (
 // limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset also
 // finds where a key function gave none. Safe for concurrent use; fails until registered.
 type Quota struct {
-	mu sync.Mutex // serializes registrations
-	ls atomic.Pointer[[]*limiter]
-}
-
-// quotaEntry says where, and in which call, a limit a Quota reaches was registered.
-type quotaEntry struct {
-	site  string
-	batch any
+	mu   sync.Mutex          // serializes registrations
+	last map[string]*limiter // the last limit registered from each site, with its scope
+	ls   atomic.Pointer[[]weak.Pointer[limiter]]
 }
 
 // errNoLimit is returned by a Quota whose limit has not been registered.
 var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
 
-// register adds l, registered at site (its caller's stack) in batch (hook.BatchKey's
-// value, nil for a limit registered alone), to the limits q reaches. A limit of the same
-// scope registered earlier from the same site in another call is replaced: a router
-// rebuilt (on a configuration reload, say) registers its limits again, maybe with other
-// policies, and the limit it no longer uses must not answer Peek. The limits one call
-// registers (grpclimit.New's, one per method) stay together.
-func (q *Quota) register(l *limiter, site string, batch any) {
+// register adds l, registered at site (its caller's stack), to the limits q reaches. q
+// holds limits weakly: a router rebuilt (on a configuration reload, say) registers its
+// limits again, maybe with other policies, and the limits it no longer uses must stop
+// answering Peek, and stop taking room in q, once collected. Where a limit was registered
+// cannot tell a rebuilt router's limits from those a loop registers from one line, which
+// all stay in use. q holds the last limit registered from each site and scope strongly,
+// so that a limit registered only to be reset (by a process sharing a Redis that serves
+// no requests) stays reached; a later one from the same site and scope takes its place.
+func (q *Quota) register(l *limiter, site string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	l.quotaEntry = quotaEntry{site: site, batch: batch}
-	var ls []*limiter
+	if q.last == nil {
+		q.last = map[string]*limiter{}
+	}
+	q.last[site+"\x00"+l.cfg.scope] = l
+	var ls []weak.Pointer[limiter]
 	if old := q.ls.Load(); old != nil {
-		for _, o := range *old {
-			if o.quotaEntry.site != site || o.cfg.scope != l.cfg.scope || batch != nil && o.quotaEntry.batch == batch {
-				ls = append(ls, o)
+		for _, w := range *old {
+			if w.Value() != nil {
+				ls = append(ls, w)
 			}
 		}
 	}
-	ls = append(ls, l)
+	ls = append(ls, weak.Make(l))
 	q.ls.Store(&ls)
 }
 
-// limits returns the limits q reaches, or errNoLimit for none.
+// limits returns the limits q reaches, or errNoLimit before one is registered.
 func (q *Quota) limits() ([]*limiter, error) {
-	ls := q.ls.Load()
-	if ls == nil {
+	ws := q.ls.Load()
+	if ws == nil {
 		return nil, errNoLimit
 	}
-	return *ls, nil
+	ls := make([]*limiter, 0, len(*ws))
+	for _, w := range *ws {
+		if l := w.Value(); l != nil {
+			ls = append(ls, l)
+		}
+	}
+	return ls, nil
 }
 
 // A Resetter is a Store that can forget a bucket, every rate at once (concurrent decisions
@@ -90,30 +98,19 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	done := map[bucketID]bool{}
 	for _, l := range ls {
-		if err := l.reset(ctx, key); err != nil {
-			return err
+		r, ok := l.store.(Resetter)
+		if !ok {
+			return fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store)
 		}
-	}
-	return nil
-}
-
-func (l *limiter) reset(ctx context.Context, key string) error {
-	r, ok := l.store.(Resetter)
-	if !ok {
-		return fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store)
-	}
-	keys := []string{key}
-	if l.cfg.key != nil {
-		keys = append(keys, fallbackKeyPrefix+key)
-	}
-	for _, t := range append([]*limiter{l}, slices.Collect(maps.Values(l.tiers))...) {
-		if t == nil { // an unlimited tier
-			continue
-		}
-		for _, k := range keys {
-			if err := r.Reset(ctx, Query{Policy: t.policy, Scope: t.scope(""), Key: k}); err != nil {
-				return fmt.Errorf("reqlimit: reset %q of %s: %w", key, t.policy, err)
+		for _, b := range l.buckets(key) {
+			if done[b.id] {
+				continue
+			}
+			done[b.id] = true
+			if err := r.Reset(ctx, b.q); err != nil {
+				return fmt.Errorf("reqlimit: reset %q of %s: %w", key, b.q.Policy, err)
 			}
 		}
 	}
@@ -126,17 +123,76 @@ func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	seen := map[bucketID]Decision{}
 	var tightest Decision
 	for i, l := range ls {
-		d, err := l.store.Decide(ctx, Query{Policy: l.policy, Scope: l.cfg.scope, Key: key, Mode: Peek, Cost: 1})
+		d, err := l.peek(ctx, key, seen)
 		if err != nil {
-			return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, l.policy, err)
+			return Decision{}, err
 		}
 		if i == 0 || tighter(d, tightest) {
 			tightest = d
 		}
 	}
 	return tightest, nil
+}
+
+// peek is l's answer for key (see Quota.Peek), asking the store only for a bucket not in
+// seen, which another limit of the same store, policy and scope asked already.
+func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decision) (Decision, error) {
+	b := l.buckets(key)[0] // its own policy's, under key
+	d, ok := seen[b.id]
+	if !ok {
+		var err error
+		if d, err = l.store.Decide(ctx, b.q); err != nil {
+			return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, b.q.Policy, err)
+		}
+		seen[b.id] = d
+	}
+	return d, nil
+}
+
+// A bucketID names a bucket across limits: its store (or, for a store of a type that
+// cannot be compared, the limit, which then shares none), policy, scope and key. Limits
+// alike (a rebuilt router's and the one it replaces, not yet collected) reach the same
+// buckets, which Reset and Peek then ask the store for once.
+type bucketID struct {
+	store              any
+	policy, scope, key string
+}
+
+// A quotaBucket is one of a limit's buckets of a key, with the query that peeks it.
+type quotaBucket struct {
+	id bucketID
+	q  Query
+}
+
+// buckets lists l's buckets of key, its own policy's under key first: those of its policy
+// and its counted tiers', each under key and, with a key function, under the address that
+// requests without a key are counted by.
+func (l *limiter) buckets(key string) []quotaBucket {
+	var store any = l.store
+	if !reflect.ValueOf(l.store).Comparable() {
+		store = l
+	}
+	keys := []string{key}
+	if l.cfg.key != nil {
+		keys = append(keys, fallbackKeyPrefix+key)
+	}
+	ts := []*limiter{l}
+	for _, name := range slices.Sorted(maps.Keys(l.tiers)) {
+		if t := l.tiers[name]; t != nil { // nil: an unlimited tier, which has no bucket
+			ts = append(ts, t)
+		}
+	}
+	var bs []quotaBucket
+	for _, t := range ts {
+		for _, k := range keys {
+			q := Query{Policy: t.policy, Scope: t.scope(""), Key: k, Mode: Peek, Cost: 1}
+			bs = append(bs, quotaBucket{bucketID{store, t.policy.text, q.Scope, k}, q})
+		}
+	}
+	return bs
 }
 
 // tighter reports whether a binds more than b: refused where b is admitted, or refused

@@ -45,45 +45,6 @@ func TestZZQuotaPeekSeesTheTierThatLimits(t *testing.T) {
 	}
 }
 
-// Review: limits registered in a loop (one source line, so one "site") with one Quota and
-// one WithScope but different policies: each registration replaces the one before in the
-// Quota ("a limit registered again from the same place replaces the one before"), so
-// Quota.Reset forgets the client only in the last route's limit. A loop over routes
-// read from configuration is the common way to register them.
-func TestZZQuotaResetReachesEveryLimitRegisteredInALoop(t *testing.T) {
-	q := new(core.Quota)
-	store := core.WithStore(core.NewMemoryStore(nil))
-	mux := http.NewServeMux()
-	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	routes := []struct{ pattern, policy string }{{"POST /login", "2/15m"}, {"POST /api/login", "3/15m"}}
-	for _, rt := range routes {
-		limit, err := nethttp.New(rt.policy, store, core.WithScope("zz-login-loop"), core.WithQuota(q))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux.Handle(rt.pattern, limit(ok))
-	}
-	send := func(path string) int {
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("POST", path, nil)
-		r.RemoteAddr = "192.0.2.9:1"
-		mux.ServeHTTP(w, r)
-		return w.Code
-	}
-	for range 2 {
-		send("/login")
-	}
-	if c := send("/login"); c != 429 {
-		t.Fatalf("3rd POST /login: %d, want 429", c)
-	}
-	if err := q.Reset(context.Background(), "192.0.2.9"); err != nil {
-		t.Fatal(err)
-	}
-	if c := send("/login"); c != 200 {
-		t.Errorf("POST /login after Quota.Reset: %d, want 200 (the reset missed the first limit registered in the loop)", c)
-	}
-}
-
 // Review: a limit keyed by a function (here KeyByHeader) counts requests without a key by
 // the client's address. Quota.Reset finds that bucket by the address ("which Reset also
 // finds where a key function gave none"), but Quota.Peek with the same address reports a

@@ -1,0 +1,112 @@
+package core_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
+)
+
+// Limits registered from one line in a loop (routes read from configuration), with one
+// Quota and one scope, are all reached: each replaced the one before in the Quota, and
+// Reset forgot the client in the last route's limit only.
+func TestQuotaResetReachesEveryLimitRegisteredInALoop(t *testing.T) {
+	q := new(core.Quota)
+	store := core.WithStore(core.NewMemoryStore(nil))
+	var routes []adapter.Limiter
+	for _, policy := range []string{"2/15m", "3/15m"} {
+		l, err := adapter.Parse(policy, store, core.WithScope("login"), core.WithQuota(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes = append(routes, l)
+	}
+	in := adapter.Input{Route: "POST /login", Peer: "192.0.2.9:1"}
+	for i, l := range routes {
+		if got := admitted([]adapter.Limiter{l}, in, i+3); got != i+2 {
+			t.Fatalf("%s: %d of %d admitted", l.Policy(), got, i+3)
+		}
+	}
+	if err := q.Reset(context.Background(), "192.0.2.9"); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range routes {
+		if v := l.Check(context.Background(), in, nil); !v.Allowed {
+			t.Errorf("%s after Quota.Reset: refused; the reset missed a limit registered in the loop", l.Policy())
+		}
+	}
+}
+
+// A router rebuilt again and again (configuration reloads), its limits registered from
+// the same lines each time, leaves its Quota holding what is in use, not every router
+// built: the old routers' limits drop out once collected.
+func TestQuotaDoesNotGrowWithARebuiltRouter(t *testing.T) {
+	q := new(core.Quota)
+	store := core.WithStore(core.NewMemoryStore(nil))
+	var router []adapter.Limiter
+	for reload := range 100 {
+		if reload == 99 {
+			runtime.GC() // frees every router built but the one in use
+		}
+		router = nil
+		for _, n := range []int{2, 3, 4} { // a reload may change the policies
+			router = append(router, adapter.Must(n+reload%7, time.Minute, store, core.WithScope("login"), core.WithQuota(q)))
+		}
+	}
+	// Registering drops what was freed: what is left is the router built before the
+	// collection, in use then, and the one built after.
+	if n := core.QuotaHeld(q); n > 2*len(router) {
+		t.Errorf("after 100 rebuilds of a router of %d limits, the Quota holds %d", len(router), n)
+	}
+	runtime.GC()
+	if n := core.QuotaLimits(q); n != len(router) {
+		t.Errorf("the Quota reaches %d limits; the router in use has %d", n, len(router))
+	}
+	in := adapter.Input{Route: "POST /login", Peer: "192.0.2.1:1"}
+	admitted(router[:1], in, 1)
+	d, err := q.Peek(context.Background(), "192.0.2.1")
+	if err != nil || d.Rate != router[0].Policy().Rates()[0] || d.Remaining != d.Rate.Count-1 {
+		t.Errorf("Peek: %+v %v; want the router in use's %s with one spent", d, err, router[0].Policy())
+	}
+}
+
+// A limit registered only for its Quota (in a process that resets clients in a shared
+// Redis and serves no requests) stays reached though nothing else holds it.
+func TestQuotaKeepsTheLastLimitRegisteredFromAPlace(t *testing.T) {
+	q := new(core.Quota)
+	store := core.NewMemoryStore(nil)
+	adapter.Must(1, time.Minute, core.WithStore(store), core.WithScope("login"), core.WithQuota(q))
+	runtime.GC()
+	p, err := core.ParsePolicy("1/1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := core.Query{Policy: p, Scope: "login", Key: "alice"}
+	store.Decide(context.Background(), query)
+	if err := q.Reset(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := store.Decide(context.Background(), query); !d.Allowed {
+		t.Errorf("after Quota.Reset: %+v; the reset did not reach the limit", d)
+	}
+}
+
+// countingStore counts the decisions and resets asked of a MemoryStore.
+type countingStore struct {
+	*core.MemoryStore
+	decides, resets atomic.Int64
+}
+
+func (s *countingStore) Decide(ctx context.Context, q core.Query) (core.Decision, error) {
+	s.decides.Add(1)
+	return s.MemoryStore.Decide(ctx, q)
+}
+
+func (s *countingStore) Reset(ctx context.Context, q core.Query) error {
+	s.resets.Add(1)
+	return s.MemoryStore.Reset(ctx, q)
+}
