@@ -105,7 +105,7 @@ func WithScope(scope string) Option {
 	return func(c *config) error { c.scope = scope; return nil }
 }
 
-// WithSkip exempts the requests skip returns true for: not counted, no rate-limit fields.
+// WithSkip exempts a request r if skip(r): not counted, no rate-limit fields.
 func WithSkip(skip func(Request) bool) Option {
 	return func(c *config) error { c.skip = skip; return nil }
 }

@@ -117,7 +117,9 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-// Peek reports the limits' tightest answer for key now, recording nothing.
+// Peek reports the limits' tightest answer for key now, recording nothing. A limit with
+// tiers answers from the tightest tier whose bucket of key holds grants, else from its own
+// policy.
 func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	ls, err := q.limits()
 	if err != nil {
@@ -137,19 +139,37 @@ func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	return tightest, nil
 }
 
-// peek is l's answer for key (see Quota.Peek), asking the store only for a bucket not in
-// seen, which another limit of the same store, policy and scope asked already.
+// peek is l's answer for key (see Quota.Peek), asking the store only for the buckets not
+// in seen, which other limits of the same store, policy and scope asked already. Peek has
+// no request to pick a tier by: the buckets holding grants are those the client's requests
+// went to. Another tier's fresh bucket must not answer for it: a free tier's 2/1m is
+// tighter than a paid 5/1m with 3 left, but the paid tier is what refuses the client.
 func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decision) (Decision, error) {
-	b := l.buckets(key)[0] // its own policy's, under key
-	d, ok := seen[b.id]
-	if !ok {
-		var err error
-		if d, err = l.store.Decide(ctx, b.q); err != nil {
-			return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, b.q.Policy, err)
+	var own, held Decision
+	found := false
+	for i, b := range l.buckets(key) {
+		if b.q.Key != key {
+			continue
 		}
-		seen[b.id] = d
+		d, ok := seen[b.id]
+		if !ok {
+			var err error
+			if d, err = l.store.Decide(ctx, b.q); err != nil {
+				return Decision{}, fmt.Errorf("reqlimit: peek %q of %s: %w", key, b.q.Policy, err)
+			}
+			seen[b.id] = d
+		}
+		if i == 0 {
+			own = d
+		}
+		if d.FullReset > 0 && (!found || tighter(d, held)) {
+			held, found = d, true
+		}
 	}
-	return d, nil
+	if !found {
+		return own, nil
+	}
+	return held, nil
 }
 
 // A bucketID names a bucket across limits: its store (or, for a store of a type that

@@ -95,6 +95,34 @@ func TestQuotaKeepsTheLastLimitRegisteredFromAPlace(t *testing.T) {
 	}
 }
 
+// Peek has no request to pick a tier by: it answers from the tier whose bucket holds the
+// client's grants, and from the limit's own policy for a client with none. It answered
+// from the own policy only: a client that had spent its paid tier's quota was reported
+// free to send.
+func TestQuotaPeekAnswersFromTheTierInUse(t *testing.T) {
+	q := new(core.Quota)
+	l := adapter.Must(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("search"), core.WithQuota(q),
+		core.WithTiers(byPlan, map[string]string{"paid": "5/1m", "staff": "unlimited"}))
+	in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req("X-Plan", "paid")}
+	for _, c := range []struct {
+		send, want, left int
+	}{
+		{0, 2, 2}, // nothing sent: the limit's own 2/1m
+		{2, 5, 3}, // the paid 5/1m, not the own policy's fresh bucket, which has less left
+		{4, 5, 0}, // the paid tier spent: the next request is refused
+	} {
+		admitted([]adapter.Limiter{l}, in, c.send)
+		d, err := q.Peek(context.Background(), "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rate.Count != c.want || d.Remaining != c.left || d.Allowed != (c.left > 0) {
+			t.Errorf("Peek after %d more paid requests: Allowed=%v %d left of %v; want %d left of %d/1m",
+				c.send, d.Allowed, d.Remaining, d.Rate, c.left, c.want)
+		}
+	}
+}
+
 // countingStore counts the decisions and resets asked of a MemoryStore.
 type countingStore struct {
 	*core.MemoryStore

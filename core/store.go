@@ -2,9 +2,9 @@ package core
 
 import "context"
 
-// A Store keeps keys' grants and decides requests against them, safe for concurrent use
-// and atomic: two requests never both take the last slot. Package storetest checks a
-// Store; redisstore shares limits between processes.
+// A Store keeps keys' grants and decides requests on them, safe for concurrent use and
+// atomic: two requests never both take the last slot. Package storetest checks a Store;
+// redisstore shares limits between processes.
 type Store interface {
 	// Decide admits or refuses q and records it as q.Mode says.
 	Decide(ctx context.Context, q Query) (Decision, error)
