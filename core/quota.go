@@ -22,8 +22,8 @@ import (
 //	err := login.Reset(ctx, "alice")
 //
 // key is what the limit keys by: the key function's value, or the client's address as the
-// limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset also
-// finds where a key function gave none. Safe for concurrent use; fails until registered.
+// limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset and
+// Peek also find where a key function gave none. Safe for concurrent use; fails until registered.
 type Quota struct {
 	mu   sync.Mutex          // serializes registrations
 	last map[string]*limiter // the last limit registered from each site, with its scope
@@ -117,9 +117,9 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-// Peek reports the limits' tightest answer for key now, recording nothing. A limit with
-// tiers answers from the tightest tier whose bucket of key holds grants, else from its own
-// policy.
+// Peek reports the limits' tightest answer for key now, recording nothing. A limit answers
+// from the tightest of its buckets of key holding grants (its tiers', the address
+// fallback's), else from its own policy.
 func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 	ls, err := q.limits()
 	if err != nil {
@@ -141,16 +141,14 @@ func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 
 // peek is l's answer for key (see Quota.Peek), asking the store only for the buckets not
 // in seen, which other limits of the same store, policy and scope asked already. Peek has
-// no request to pick a tier by: the buckets holding grants are those the client's requests
-// went to. Another tier's fresh bucket must not answer for it: a free tier's 2/1m is
-// tighter than a paid 5/1m with 3 left, but the paid tier is what refuses the client.
+// no request to pick a tier by, or to tell whether the key function gave key or none: the
+// buckets holding grants are those the client's requests went to. Another tier's fresh
+// bucket must not answer for it: a free tier's 2/1m is tighter than a paid 5/1m with 3
+// left, but the paid tier is what refuses the client.
 func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decision) (Decision, error) {
 	var own, held Decision
 	found := false
 	for i, b := range l.buckets(key) {
-		if b.q.Key != key {
-			continue
-		}
 		d, ok := seen[b.id]
 		if !ok {
 			var err error

@@ -123,6 +123,26 @@ func TestQuotaPeekAnswersFromTheTierInUse(t *testing.T) {
 	}
 }
 
+// A limit keyed by a function counts a request without a key by the client's address;
+// Peek with the address finds that bucket, as Reset does. It reported a fresh quota while
+// the client was refused.
+func TestQuotaPeekFindsTheAddressFallback(t *testing.T) {
+	q := new(core.Quota)
+	l := adapter.Must(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("api"), core.WithQuota(q),
+		core.WithKey(core.KeyByHeader("X-API-Token")))
+	in := adapter.Input{Route: "GET /api", Peer: "192.0.2.7:1", Request: req()}
+	if got := admitted([]adapter.Limiter{l}, in, 3); got != 2 {
+		t.Fatalf("%d of 3 requests without a token admitted, want 2", got)
+	}
+	d, err := q.Peek(context.Background(), "192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Remaining != 0 {
+		t.Errorf("Peek(192.0.2.7): Allowed=%v, %d left; the client is refused", d.Allowed, d.Remaining)
+	}
+}
+
 // countingStore counts the decisions and resets asked of a MemoryStore.
 type countingStore struct {
 	*core.MemoryStore
