@@ -6,7 +6,7 @@ import "time"
 // fields report, exact from the recorded grants.
 type Decision struct {
 	Allowed bool // the request was admitted
-	// Rate is the tightest rate: the one refusing longest or, if admitted, with least left.
+	// Rate is the tightest rate: the one with least left, then refusing longest (or resetting latest).
 	Rate      Rate
 	Remaining int // Rate's quota left after this decision
 	// RetryAfter is how long until a refused request of the same cost would fit, if

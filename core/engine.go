@@ -241,6 +241,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 	w := int(s[0])
 	log := s[1 : 1+L]
 	d.Allowed, d.Remaining = allowed, math.MaxInt
+	var shown int64 // the reported rate's wait; d's RetryAfter and FullReset start at 0
 	j := 0
 	for i, r := range p.rates {
 		T := int64(r.Period)
@@ -268,25 +269,26 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 			}
 			if !allowed {
 				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
-				if retry > 0 {
-					reset = retry
-				}
 			}
 		}
 		rem := max(0, r.Count-int(used))
+		// The reported rate is the one with the fewest left: the response's r must never
+		// name room another rate lacks. Ties go to the longest wait (on a refusal, which
+		// then reports the rate that refuses longest) or, admitted, the latest reset. A
+		// refusal's wait is the longest of all rates', whichever is reported.
 		tighter := false
 		switch {
 		case i == 0:
 			tighter = true
 		case !allowed:
-			tighter = time.Duration(retry) > d.RetryAfter || (time.Duration(retry) == d.RetryAfter && rem < d.Remaining)
+			tighter = rem < d.Remaining || (rem == d.Remaining && retry > shown)
 		default:
 			tighter = rem < d.Remaining || (rem == d.Remaining && time.Duration(reset) > d.Reset)
 		}
 		if tighter {
-			d.Rate, d.Remaining = r, rem
-			d.RetryAfter, d.Reset = time.Duration(retry), time.Duration(reset)
+			d.Rate, d.Remaining, d.Reset, shown = r, rem, time.Duration(reset), retry
 		}
+		d.RetryAfter = max(d.RetryAfter, time.Duration(retry))
 		d.FullReset = max(d.FullReset, time.Duration(whole))
 	}
 }

@@ -53,7 +53,7 @@ end
 
 -- Pass 2: per rate, the same drop, then record, report and write the counts that changed;
 -- the headers are gathered and written after.
-local dRate, dRem, dRetry, dReset, full, wait = -1, 0, 0, 0, 0, 0
+local dRate, dRem, dRetry, dReset, dShown, full, wait = -1, 0, 0, 0, 0, 0, 0
 local hs, cs, keep, longest = '', '', 0, 0 -- cs: a new key's counts
 for i = 1, nr do
   local N, T, g = unpack('<i8i8i8', arg, 25 + 24 * i)

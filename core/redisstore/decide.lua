@@ -68,7 +68,7 @@ end
 -- makes a SET.
 local grow = recorded and n < L
 local blocks = ''
-local dRate, dRem, dRetry, dReset, full, wait = -1, 0, 0, 0, 0, 0
+local dRate, dRem, dRetry, dReset, dShown, full, wait = -1, 0, 0, 0, 0, 0, 0
 j = 0
 for i = 1, nr do
   local N, T, g = unpack('<i8i8i8', arg, 41 + 24 * i)

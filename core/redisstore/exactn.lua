@@ -47,7 +47,7 @@ end
 
 -- Per rate, the report on the state after recording; the header's new b values are
 -- gathered on the way.
-local dRate, dRem, dRetry, dReset, full, wait = -1, 0, 0, 0, 0, 0
+local dRate, dRem, dRetry, dReset, dShown, full, wait = -1, 0, 0, 0, 0, 0, 0
 local bs = ''
 for i = 1, nr do
   local N, T = unpack('<i8i8', arg, 41 + 16 * i)

@@ -1,7 +1,7 @@
 -- Report a bounded rate, as core.Policy.report: Reset when the oldest bucket that holds a
 -- grant (lo) leaves (nothing more fits before), whole when the newest does; on a refusal,
--- RetryAfter, and Reset with it, when enough of the oldest buckets have left for cost more
--- to fit (bucket k leaves once now - T reaches its end).
+-- RetryAfter when enough of the oldest buckets have left for cost more to fit (bucket k
+-- leaves once now - T reaches its end).
 local reset, retry, whole = 0, 0, 0
 if sum > 0 then
   whole = (newest + 1) * g + T - now
@@ -24,7 +24,6 @@ if not allowed and need > 0 then -- a rate with room reports no wait, as in core
       break
     end
   end
-  if retry > 0 then reset = retry end
   if retry > wait then wait = retry end
 end
 local rem = N - sum
