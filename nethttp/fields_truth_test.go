@@ -247,7 +247,7 @@ func TestFieldsTellTheTruth(t *testing.T) {
 	startTruthRedis(t)
 	for _, sh := range truthShapes(true) {
 		t.Run(sh.name, func(t *testing.T) {
-			rng := rand.New(rand.NewSource(int64(len(sh.name))*7919))
+			rng := rand.New(rand.NewSource(int64(len(sh.name)) * 7919))
 			reqs := arrivals(rng, sh.n, sh.T, sh.cost)
 			got := replay(t, sh.target, reqs)
 			probes := 0
