@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,10 +83,33 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		}
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
-		h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
-		h.Set(hook.HeaderRemaining, strconv.Itoa(d.Remaining))
-		h.Set(hook.HeaderReset, strconv.FormatInt(time.Now().Add(d.Reset).Add(time.Second-1).Unix(), 10))
+		reset := time.Now().Add(d.Reset).Add(time.Second - 1).Unix()
+		if a, ok := h.(hook.HeaderAdder); !ok || fewerLeft(a, d.Remaining, reset) {
+			h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
+			h.Set(hook.HeaderRemaining, strconv.Itoa(d.Remaining))
+			h.Set(hook.HeaderReset, strconv.FormatInt(reset, 10))
+		}
 	}
+}
+
+// fewerLeft reports whether a limit with remaining left until reset (unix seconds) binds
+// more than the one whose legacy fields h holds, if any: these fields hold one value each,
+// so where limits stack on a request the one with fewer left (then resetting later) must
+// stand, or Remaining would name room another limit lacks.
+func fewerLeft(h hook.HeaderAdder, remaining int, reset int64) bool {
+	prev := h.Values(hook.HeaderRemaining)
+	if len(prev) == 0 {
+		return true
+	}
+	r, err := strconv.Atoi(prev[0])
+	if err != nil || remaining != r {
+		return err != nil || remaining < r
+	}
+	var t int64
+	if v := h.Values(hook.HeaderReset); len(v) > 0 {
+		t, _ = strconv.ParseInt(v[0], 10, 64)
+	}
+	return reset > t
 }
 
 // addMembers adds the limit's members to the RateLimit fields beside those of the limits
@@ -101,10 +125,28 @@ func (l *limiter) addMembers(h hook.HeaderAdder, d *Decision, field string) {
 		return
 	}
 	if taken(lines, l.rateNames) {
-		policy, field = l.altPolicyField, l.rateLimitField(d, l.altNames)
+		var names []string
+		names, policy = l.freeNames(lines)
+		field = l.rateLimitField(d, names)
 	}
 	h.Add(hook.HeaderRateLimitPolicy, policy)
 	h.Add(hook.HeaderRateLimit, field)
+}
+
+// freeNames returns the limit's member names that no member of lines takes, and its
+// RateLimit-Policy value under them: its plain names, else its other names, else, when a
+// limit of another policy sharing a rate took those too (their places among their own
+// policy's limits can be equal), its other names suffixed further, formatted per request:
+// only three limits sharing a rate on one request get there.
+func (l *limiter) freeNames(lines []string) (names []string, policyField string) {
+	if !taken(lines, l.rateNames) {
+		return l.rateNames, l.policyField
+	}
+	names, policyField = l.altNames, l.altPolicyField
+	for k := 2; taken(lines, names); k++ {
+		names, policyField = l.names(l.altSuffix + "." + strconv.Itoa(k))
+	}
+	return names, policyField
 }
 
 // taken reports whether a member of the RateLimit-Policy lines is named one of names.
@@ -224,12 +266,42 @@ func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte 
 	return strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
 }
 
+// sfName returns name as the inside of a Structured Field String (RFC 9651), as member
+// names are kept: '"' and '\' escaped, and each byte a String cannot hold (outside
+// printable ASCII), and '%' itself, written as %XX. Rate names need none of it; a tier's
+// name, which the application chooses, may.
+func sfName(name string) string {
+	safe := true
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '%' {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c > 0x7e || c == '%':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // policyItem formats one rate of the RateLimit-Policy field. The window parameter w is
 // whole seconds and optional: a period that is not a whole number of seconds leaves it
 // out rather than advertise a window longer than the real one (5/10ms as w=1 would claim
 // a hundredfold longer window); the item's name still spells the period.
 func policyItem(name string, r Rate) string {
-	item := strconv.Quote(name) + ";q=" + strconv.Itoa(r.Count)
+	item := `"` + name + `";q=` + strconv.Itoa(r.Count)
 	if r.Period%time.Second == 0 {
 		item += ";w=" + strconv.FormatInt(int64(r.Period/time.Second), 10)
 	}

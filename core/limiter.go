@@ -41,6 +41,7 @@ type limiter struct {
 	// registered with its policy ("3/1m#2"), the same in every process of a build.
 	altNames       []string
 	altPolicyField string
+	altSuffix      string // what altNames add to the rates' names: "#2", "#gold"
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
@@ -99,7 +100,8 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 			t.ident, t.scopes = l.ident+"\x00tier "+name+"\x00of "+l.policy.text, new(scopeCache)
 		}
 	}
-	l.altNames, l.altPolicyField = l.names("#" + strconv.Itoa(nth))
+	l.altSuffix = "#" + strconv.Itoa(nth)
+	l.altNames, l.altPolicyField = l.names(l.altSuffix)
 	if l.cfg.quota != nil {
 		l.cfg.quota.register(l, strings.Join(site.stack, "\n"))
 	}
@@ -164,7 +166,7 @@ func (l *limiter) names(suffix string) (names []string, policyField string) {
 	names = make([]string, len(p.rates))
 	items := make([]string, len(p.rates))
 	for i, r := range p.rates {
-		names[i] = r.String() + suffix
+		names[i] = sfName(r.String() + suffix)
 		items[i] = policyItem(names[i], r)
 	}
 	return names, strings.Join(items, ", ")

@@ -35,8 +35,8 @@ func (l *limiter) partitionKey(key string) string {
 func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
 	names, field := l.rateNames, ""
 	a, adds := h.(hook.HeaderAdder)
-	if adds && taken(a.Values(hook.HeaderRateLimitPolicy), names) {
-		names = l.altNames
+	if adds {
+		names, _ = l.freeNames(a.Values(hook.HeaderRateLimitPolicy))
 	}
 	pk := ";pk=" + l.partitionKey(key)
 	items := make([]string, len(l.policy.rates))

@@ -60,7 +60,8 @@ func (l *limiter) buildTiers() error {
 		if err != nil {
 			return fmt.Errorf("WithTiers: tier %q: %w", name, err)
 		}
-		t.altNames, t.altPolicyField = t.names("#" + name)
+		t.altSuffix = "#" + name
+		t.altNames, t.altPolicyField = t.names(t.altSuffix)
 		l.tiers[name] = t
 	}
 	return nil

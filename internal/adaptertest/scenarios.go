@@ -412,6 +412,25 @@ var Scenarios = []Scenario{
 			"RateLimit": `"2/1m";r=1;t=60`, "X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1"}}),
 	},
 	{
+		// The legacy fields hold one value each: where limits stack, the one with the
+		// fewest left stands, whichever ran last, so that Remaining never names room
+		// another limit lacks.
+		Name: "stacked-legacy-fields-show-the-fewest-left",
+		App: func(Traits, Adapter, *Probe) App {
+			legacy := core.WithHeaders(core.HeadersLegacy)
+			return App{Use: []Limit{perMinute(2, legacy)}, Routes: []Route{
+				{Path: "/a", Limits: []Limit{perMinute(10, legacy)}},
+				{Path: "/b", Limits: []Limit{perMinute(1, legacy)}},
+			}}
+		},
+		// (Under Fiber's app.Use the app-wide limit's bucket is one for all routes: after
+		// /b, /a has 0 left there, 1 elsewhere; either way the app-wide limit stands.)
+		Steps: fixed(
+			Step{Request: Request{Path: "/b"}, Status: 200, Header: map[string]string{"X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0"}},
+			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"X-RateLimit-Limit": "2"}},
+		),
+	},
+	{
 		// Mounted app-wide, each route keeps its own bucket (and /user/:id one for all
 		// ids) — except under Fiber's app.Use, which reports only the Use prefix: there
 		// every route shares one bucket per client, stricter, never looser.
