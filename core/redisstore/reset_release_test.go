@@ -2,9 +2,15 @@ package redisstore_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/redisstore"
@@ -101,5 +107,190 @@ func TestResetOfAnAbsentKeyLeavesNoFence(t *testing.T) {
 	keys, err := c.Keys(ctx, prefix+"*").Result()
 	if err != nil || len(keys) != 1 || !strings.HasSuffix(keys[0], ":reset") {
 		t.Fatalf("after resetting a used key: keys %q %v, want its fence alone", keys, err)
+	}
+}
+
+// dropProxy forwards loopback connections to a Redis server; once armed, it swallows the
+// next reply the server sends and closes that connection, as a connection reset (a proxy or
+// load balancer dropping it, CLIENT KILL, a network blip) after the server ran the command.
+// A new connection's handshake passes.
+type dropProxy struct {
+	ln    net.Listener
+	armed atomic.Bool
+	wg    sync.WaitGroup
+}
+
+func startDropProxy(t *testing.T, target string) *dropProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{ln: ln}
+	var conns sync.Map
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Store(c, s)
+			p.wg.Go(func() { io.Copy(s, c); s.Close() })
+			p.wg.Go(func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if err != nil {
+						c.Close()
+						return
+					}
+					// A new connection's HELLO is answered with a map ('%'): not a command's reply.
+					if buf[0] != '%' && p.armed.CompareAndSwap(true, false) {
+						c.Close()
+						s.Close()
+						return
+					}
+					if _, err := c.Write(buf[:n]); err != nil {
+						s.Close()
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Range(func(c, s any) bool { c.(net.Conn).Close(); s.(net.Conn).Close(); return true })
+		p.wg.Wait()
+	})
+	return p
+}
+
+// proxied returns a client of the standalone server through a dropProxy, and the proxy.
+func proxied(t *testing.T, contextDeadlines bool) (redis.UniversalClient, func(string) *dropProxy) {
+	px := startDropProxy(t, standalone.Addr())
+	c := redis.NewClient(&redis.Options{Addr: px.ln.Addr().String(), ContextTimeoutEnabled: contextDeadlines})
+	t.Cleanup(func() { c.Close() })
+	return c, func(string) *dropProxy { return px }
+}
+
+// A give-back runs at most once. go-redis sends a command (or a pipeline) again when its
+// connection ends before the reply (io.EOF is retryable, MaxRetries 3 by default), so a
+// release the server ran, whose reply was lost, ran twice: release.lua gives back cost units
+// from the bucket of the grant's time (bounded) or the entries at its unit (compact),
+// whichever grant they belong to, so two grants came back for one, and one request more
+// than the count was admitted in a window. Each server's connections go through a proxy
+// that drops the connection after the server ran the release, before its reply arrives;
+// then the scripts are flushed, and a release (whose EVALSHA fails at EXEC, NOSCRIPT) must
+// still give back exactly one grant.
+func TestReleaseRunsOnceWhenItsReplyIsLost(t *testing.T) {
+	needRedis(t)
+	clients := map[string]func(t *testing.T) (redis.UniversalClient, func(key string) *dropProxy){
+		// Sent by the caller.
+		"Standalone": func(t *testing.T) (redis.UniversalClient, func(string) *dropProxy) {
+			return proxied(t, true)
+		},
+		// Sent by a flight goroutine (the store's deadline guard).
+		"Standalone/no-context-deadlines": func(t *testing.T) (redis.UniversalClient, func(string) *dropProxy) {
+			return proxied(t, false)
+		},
+		"Cluster": func(t *testing.T) (redis.UniversalClient, func(string) *dropProxy) {
+			proxies := map[string]*dropProxy{}
+			for _, addr := range clusterAddrs() {
+				proxies[addr] = startDropProxy(t, addr)
+			}
+			c := redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs:                 clusterAddrs(),
+				ContextTimeoutEnabled: true,
+				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					if px, ok := proxies[addr]; ok {
+						addr = px.ln.Addr().String()
+					}
+					var d net.Dialer
+					return d.DialContext(ctx, network, addr)
+				},
+			})
+			t.Cleanup(func() { c.Close() })
+			return c, func(key string) *dropProxy {
+				node, err := c.MasterForKey(context.Background(), key)
+				if err != nil {
+					t.Fatalf("the master of %s: %v", key, err)
+				}
+				px, ok := proxies[node.Options().Addr]
+				if !ok {
+					t.Fatalf("the master of %s is %s, which has no proxy", key, node.Options().Addr)
+				}
+				return px
+			}
+		},
+	}
+	for name, newClient := range clients {
+		for _, c := range []struct {
+			text    string
+			compact bool
+		}{
+			{"300/1h", false}, // bounded: a bucket is 36 s
+			{"5/15m", true},   // compact: a unit is 50 ms
+		} {
+			t.Run(name+"/"+c.text+map[bool]string{true: "/compact", false: ""}[c.compact], func(t *testing.T) {
+				ctx := context.Background()
+				client, proxyOf := newClient(t)
+				s := redisstore.New(client, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(c.compact), redisstore.WithDenyCache(false))
+				p := mustParse(c.text)
+				n := p.Rates()[0].Count
+				q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+				var grants []int64
+				for len(grants) < n {
+					d, err := s.Decide(ctx, q)
+					if err != nil || !d.Allowed {
+						t.Fatalf("grant %d: %+v %v", len(grants)+1, d, err)
+					}
+					grants = append(grants, d.Grant)
+				}
+				admittedOnce := func(what string) {
+					t.Helper()
+					admitted := 0
+					for range 3 {
+						d, err := s.Decide(ctx, q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if d.Allowed {
+							admitted++
+						}
+					}
+					if admitted != 1 {
+						t.Fatalf("%v: %d grants, one given back (%s), then %d more admitted in the same window, want 1", p, n, what, admitted)
+					}
+				}
+				// release.lua is cached on the server first (a release of a grant the key
+				// never held), so that the reply dropped below is the release's own.
+				if err := s.Release(ctx, q, 1); err != nil {
+					t.Fatal(err)
+				}
+				px := proxyOf(s.Key(p, q.Scope, q.Key))
+				px.armed.Store(true)
+				err := s.Release(ctx, q, grants[n-1])
+				if px.armed.Load() {
+					t.Fatal("the proxy dropped nothing")
+				}
+				admittedOnce("its reply lost")
+				// It may have run or not: the caller must hear that it failed.
+				if err == nil {
+					t.Fatal("a release whose reply was lost reported no error")
+				}
+
+				flushScripts(t, client)
+				if err := s.Release(ctx, q, grants[n-2]); err != nil {
+					t.Fatalf("release after SCRIPT FLUSH: %v", err)
+				}
+				admittedOnce("after SCRIPT FLUSH")
+			})
+		}
 	}
 }

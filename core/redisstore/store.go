@@ -256,7 +256,7 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		}
 	}
 	key := s.keyName(h)
-	vals, err := s.run(ctx, pl.script, key, "", s.args(pl, cost, q.Mode))
+	vals, err := s.run(ctx, pl.script, key, "", false, s.args(pl, cost, q.Mode))
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
@@ -302,9 +302,10 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 
 // Release implements core.Releaser: it gives back the grant a decision of q recorded at
 // grant (Decision.Grant, the server's time in microseconds), in one script, so a decision on
-// the key runs wholly before or after it. This process forgets its cached refusal of the
-// key too; another process's cached refusal lasts until its wait ends (stricter, never
-// looser).
+// the key runs wholly before or after it. It runs at most once: an error may mean that the
+// grant was given back or that it still counts, never that it came back twice. This process
+// forgets its cached refusal of the key too; another process's cached refusal lasts until
+// its wait ends (stricter, never looser).
 func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	p := q.Policy
 	if p == nil {
@@ -316,7 +317,8 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if _, err := s.run(ctx, releaseScript, key, fenceName(key), []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
+	// once: a give-back run twice would give back a second grant (see evalOnce).
+	if _, err := s.run(ctx, releaseScript, key, fenceName(key), true, []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
@@ -396,6 +398,26 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
+	}
+	return replyOf(cmd)
+}
+
+// evalOnce runs the script as eval does, inside MULTI/EXEC, so that it runs at most once.
+// go-redis sends a single command, or a pipeline, again when its connection fails after the
+// write (io.EOF, a timeout), although the server may have run it; a transaction it sends
+// again only when its EXEC cannot have run: the write failed (the EXEC never arrived
+// whole), or EXEC was refused (a Cluster's MOVED, ASK, TRYAGAIN or CLUSTERDOWN, which
+// discard the transaction). A reply that fails after the write ends the call with an
+// error, whether or not the server ran it. A script the server lacks fails at EXEC without
+// running (NOSCRIPT), so sending it again as EVAL is safe.
+func (s *Store) evalOnce(ctx context.Context, script *redis.Script, keys []string, args []any) (reply, error) {
+	tx := s.client.TxPipeline()
+	cmd := script.EvalSha(ctx, tx, keys, args...)
+	tx.Exec(ctx) // cmd keeps its own error
+	if isNoScript(cmd.Err()) {
+		tx = s.client.TxPipeline()
+		cmd = script.Eval(ctx, tx, keys, args...)
+		tx.Exec(ctx)
 	}
 	return replyOf(cmd)
 }
