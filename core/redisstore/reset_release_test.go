@@ -23,64 +23,97 @@ import (
 // grants recorded later in the same bucket or unit were taken for the forgotten one, and
 // one of them given back: one request more than the count admitted in a window.
 func TestReleaseAfterReset(t *testing.T) {
-	needRedis(t)
-	ctx := context.Background()
-	for _, c := range []struct {
-		text    string
-		compact bool
-		step    time.Duration
-	}{
-		{"300/1h", false, 10 * time.Millisecond},       // bounded: a bucket is 36 s
-		{"5/15m", true, time.Millisecond},              // compact: a unit is 50 ms
-		{"5/15m", false, 0},                            // exact: the same microsecond
-		{"2/1s,300/1h", false, 600 * time.Millisecond}, // mixed (decide.lua): its bounded rate
-		{"300/1h", false, -1},                          // the server's clock (TIME), not a test clock's
+	for _, c := range []releaseAfterReset{
+		{"300/1h", false, 10 * time.Millisecond, 0},       // bounded: a bucket is 36 s
+		{"5/15m", true, time.Millisecond, 0},              // compact: a unit is 50 ms
+		{"5/15m", false, 0, 0},                            // exact: the same microsecond
+		{"2/1s,300/1h", false, 600 * time.Millisecond, 0}, // mixed (decide.lua): its bounded rate
+		{"300/1h", false, -1, 0},                          // the server's clock (TIME), not a test clock's
 	} {
-		name := c.text + map[bool]string{true: "/compact", false: ""}[c.compact] + map[bool]string{true: "/server-clock", false: ""}[c.step < 0]
-		t.Run(name, func(t *testing.T) {
-			// Off a unit's edge (as the server's clock nearly always is).
-			clock := storetest.NewManualClock(time.Unix(1_700_000_000, int64(time.Millisecond)))
-			opts := []redisstore.Option{roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(c.compact)}
-			if c.step >= 0 {
-				opts = append(opts, redisstore.WithClock(clock.Now))
-			}
-			s := redisstore.New(newClient(t, standalone), opts...)
-			p := mustParse(c.text)
-			q := core.Query{Policy: p, Scope: "login", Key: "alice"}
-			n := p.Rates()[len(p.Rates())-1].Count
-			first, err := s.Decide(ctx, q)
-			if err != nil || !first.Allowed {
-				t.Fatalf("first: %+v %v", first, err)
-			}
-			clock.Advance(max(c.step, 0))
-			if err := s.Reset(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-			admitted := 0
-			for range n + 1 {
-				clock.Advance(max(c.step, 0))
-				if d, err := s.Decide(ctx, q); err != nil {
-					t.Fatal(err)
-				} else if d.Allowed {
-					admitted++
-				}
-				if admitted == n {
-					break
-				}
-			}
-			if admitted != n {
-				t.Fatalf("%d admitted after the reset, want %d", admitted, n)
-			}
-			// The first grant was forgotten by the reset: giving it back changes nothing.
-			if err := s.Release(ctx, q, first.Grant); err != nil {
-				t.Fatal(err)
-			}
-			clock.Advance(max(c.step, 0))
-			if d, _ := s.Decide(ctx, q); d.Allowed {
-				t.Fatalf("%v: %d grants after the reset, then one more admitted within the window: giving back the grant the reset forgot took one made after it (%+v)", p, n, d)
-			}
-		})
+		c.run(t)
 	}
+}
+
+// The fence is the latest time a grant the reset forgot can carry: the key's own clock, not
+// the reset's TIME. A grant is recorded at the key's clock, held forward to its newest grant
+// or latest decision ("time never runs backwards for a key": a failover to a node whose
+// clock lags), so when the clock a reset reads is behind the key's, a grant recorded before
+// the reset carried a time later than a fence at TIME: release.lua did not recognise it as
+// forgotten, and gave back a grant made after the reset in the same bucket, unit or
+// microsecond: one request more than the count in a window. Every layout: the test clock
+// steps back 5 s for the reset, as a server's TIME after such a failover.
+func TestResetFencesAtTheKeysClock(t *testing.T) {
+	const back = 5 * time.Second
+	for _, c := range []releaseAfterReset{
+		{"5/15m", false, 0, back},                            // exact1.lua: the same microsecond
+		{"5/1ms,5/15m", false, 0, back},                      // exactn.lua
+		{"5/15m", true, time.Millisecond, back},              // compact1.lua: a unit is 50 ms
+		{"300/1h", false, time.Millisecond, back},            // bounded1.lua: a bucket is 36 s
+		{"500/1h,300/2h", false, time.Millisecond, back},     // boundedn.lua
+		{"2/1s,300/1h", false, 600 * time.Millisecond, back}, // decide.lua: its bounded rate
+	} {
+		c.run(t)
+	}
+}
+
+// releaseAfterReset is a case of giving back, after a Reset, a grant the reset forgot: the
+// policy, WithCompact, the test clock's step between decisions (-1: the server's clock),
+// and how far the clock steps back for the reset (and forward again after it).
+type releaseAfterReset struct {
+	text    string
+	compact bool
+	step    time.Duration
+	back    time.Duration
+}
+
+func (c releaseAfterReset) run(t *testing.T) {
+	name := c.text + map[bool]string{true: "/compact", false: ""}[c.compact] + map[bool]string{true: "/server-clock", false: ""}[c.step < 0]
+	t.Run(name, func(t *testing.T) {
+		needRedis(t)
+		ctx := context.Background()
+		// Off a unit's edge (as the server's clock nearly always is).
+		clock := storetest.NewManualClock(time.Unix(1_700_000_000, int64(time.Millisecond)))
+		opts := []redisstore.Option{roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(c.compact)}
+		if c.step >= 0 {
+			opts = append(opts, redisstore.WithClock(clock.Now))
+		}
+		s := redisstore.New(newClient(t, standalone), opts...)
+		p := mustParse(c.text)
+		q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+		n := p.Rates()[len(p.Rates())-1].Count
+		first, err := s.Decide(ctx, q)
+		if err != nil || !first.Allowed {
+			t.Fatalf("first: %+v %v", first, err)
+		}
+		clock.Advance(max(c.step, 0) - c.back)
+		if err := s.Reset(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(c.back)
+		admitted := 0
+		for range n + 1 {
+			clock.Advance(max(c.step, 0))
+			if d, err := s.Decide(ctx, q); err != nil {
+				t.Fatal(err)
+			} else if d.Allowed {
+				admitted++
+			}
+			if admitted == n {
+				break
+			}
+		}
+		if admitted != n {
+			t.Fatalf("%d admitted after the reset, want %d", admitted, n)
+		}
+		// The first grant was forgotten by the reset: giving it back changes nothing.
+		if err := s.Release(ctx, q, first.Grant); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(max(c.step, 0))
+		if d, _ := s.Decide(ctx, q); d.Allowed {
+			t.Fatalf("%v: %d grants after the reset (its clock %v behind the key's), then one more admitted within the window: giving back the grant the reset forgot (recorded at %d) took one made after it (%+v)", p, n, c.back, first.Grant, d)
+		}
+	})
 }
 
 // A reset of a key that holds nothing writes no fence: nothing could be taken for one of

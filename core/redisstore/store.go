@@ -291,7 +291,7 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if err := resetScript.Run(ctx, s.client, []string{key, fenceName(key)}, s.resetArgs(q.Policy)).Err(); err != nil {
+	if err := resetScript.Run(ctx, s.client, []string{key, fenceName(key)}, s.resetArgs(q.Policy)...).Err(); err != nil {
 		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
 	}
 	if s.deny != nil {
@@ -332,7 +332,8 @@ func fenceName(key string) string { return key + ":reset" }
 
 // resetArgs packs reset.lua's ARGV: whether to read the server's TIME, the time otherwise,
 // and the fence's expiry: twice p's longest period, after which every grant the reset
-// forgot is out of every window. Under a test clock, no expiry, as for the keys.
+// forgot is out of every window (under a test clock, no expiry, as for the keys); then the
+// key's layout, as for a release.
 func (s *Store) resetArgs(p *core.Policy) []any {
 	useTime, now, expire := int64(1), int64(0), 2*longestMillis(p)
 	if s.clock != nil {
@@ -342,7 +343,7 @@ func (s *Store) resetArgs(p *core.Policy) []any {
 	for _, x := range []int64{useTime, now, expire} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(x))
 	}
-	return []any{b}
+	return []any{b, releaseArgs(s.plan(p), 0, 1)}
 }
 
 // longestMillis is p's longest period in whole milliseconds, rounded up.
