@@ -255,6 +255,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 			return d, nil
 		}
 	}
+	var gen uint64
+	if s.deny != nil {
+		gen = s.deny.gen(h)
+	}
 	key := s.keyName(h)
 	vals, err := s.run(ctx, pl.script, key, "", false, s.args(pl, cost, q.Mode))
 	if err != nil {
@@ -268,9 +272,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		// A refusal is cached from the moment the request left, so the local refusal ends
 		// no later than the server's would. A Penalty refusal is cached too: it reports
 		// the state after recording, which is what an Enforce query would meet next.
-		// Any admission on this key drops the entry.
+		// Any admission on this key drops the entry. A refusal whose reply comes after a
+		// reset or release of the key may predate it: it is not cached (see gen).
 		if !d.Allowed && wait > 0 {
-			s.deny.put(h, cost, start, wait, d)
+			s.deny.put(h, gen, cost, start, wait, d)
 		} else if d.Allowed {
 			s.deny.drop(h)
 		}
@@ -295,7 +300,7 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
 	}
 	if s.deny != nil {
-		s.deny.drop(h) // a refusal cached while the DEL was under way
+		s.deny.forget(h) // a refusal cached, or still on its way, while the DEL was under way
 	}
 	return nil
 }
@@ -322,7 +327,7 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
-		s.deny.drop(h) // a refusal cached while the release was under way
+		s.deny.forget(h) // a refusal cached, or still on its way, while the release was under way
 	}
 	return nil
 }
