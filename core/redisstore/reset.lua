@@ -11,7 +11,9 @@
 -- ARGV[1]  packed little-endian i8: 1 to read the server's TIME (else 0), the time
 --          otherwise (microseconds), the fence's expiry (milliseconds; 0 for none).
 -- ARGV[2]  the key's layout, as release.lua's ARGV[1] (its grant and cost are not read).
-local unpack, call = struct.unpack, redis.call
+-- Returns  1 if the key held grants (else 0), then zeros, then the fence's time (the decision
+--          scripts' reply shape).
+--#include prelude
 local useTime, now, px = unpack('<i8i8i8', ARGV[1])
 local arg = ARGV[2]
 local kind, _, _, _, nr, nb = unpack('<i8i8i8i8i8i8', arg)
@@ -21,7 +23,7 @@ if useTime == 1 then
 end
 -- A key that is gone holds no grant a release could be taken for: no fence.
 local s = call('GET', KEYS[1])
-if not s then return 0 end
+if not s then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 call('DEL', KEYS[1])
 -- A grant is recorded at the key's own clock, held forward to its latest decision (LAST)
 -- or its newest grant (the ring's most recent entry, in slot w - 1), which is later than
@@ -44,8 +46,8 @@ if newest > now then now = newest end
 local old = call('GET', KEYS[2])
 if old and #old == 8 and unpack('<i8', old) > now then now = unpack('<i8', old) end
 if px > 0 then
-  call('SET', KEYS[2], struct.pack('<i8', now), 'PX', px)
+  call('SET', KEYS[2], pack('<i8', now), 'PX', px)
 else
-  call('SET', KEYS[2], struct.pack('<i8', now))
+  call('SET', KEYS[2], pack('<i8', now))
 end
-return 1
+return $REPLY(1, 0, 0, 0, 0, 0, 0)

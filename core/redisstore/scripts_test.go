@@ -21,7 +21,7 @@ var (
 		"boundedn.lua": {common, boundedRules, {"bounded_keep", "bounded_write", "tightest"}},
 		"decide.lua":   {common, exactRules, boundedRules, {"tightest"}},
 		"release.lua":  {{"prelude", "layout"}},
-		"reset.lua":    {{"layout"}},
+		"reset.lua":    {{"prelude", "layout"}},
 	}
 )
 

@@ -284,9 +284,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 }
 
 // Reset implements core.Resetter: it deletes the bucket's key, which holds every rate's
-// grants, in one command, so a decision on the key runs wholly before or after it. This
-// process forgets its cached refusal of the key too; another process's cached refusal lasts
-// until its wait ends (stricter, never looser).
+// grants, in one script, so a decision on the key runs wholly before or after it. It runs
+// under the store's deadline (WithTimeout), as decisions do. This process forgets its cached
+// refusal of the key too; another process's cached refusal lasts until its wait ends
+// (stricter, never looser).
 func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if q.Policy == nil {
 		return errNilPolicy
@@ -296,7 +297,9 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if err := resetScript.Run(ctx, s.client, []string{key, fenceName(key)}, s.resetArgs(q.Policy)...).Err(); err != nil {
+	// Under the store's deadline, as a decision. A reset run twice (go-redis re-sends a call
+	// or a pipeline whose reply was lost) is one at the later time: its fence never moves back.
+	if _, err := s.run(ctx, resetScript, key, fenceName(key), false, s.resetArgs(q.Policy)); err != nil {
 		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
 	}
 	if s.deny != nil {

@@ -294,6 +294,51 @@ func TestScriptFlush(t *testing.T) {
 	}
 }
 
+// Reset and Release run under the store's deadline (WithTimeout), as decisions do: "a paused
+// or unreachable server costs at most the deadline". Reset (what Quota.Reset calls, from a
+// request handler such as a password reset) sent its script straight through the client
+// with only the caller's context, so on a paused server it waited for go-redis's own read
+// timeout (3 s) and its retries, or forever with ContextTimeoutEnabled and a context
+// without a deadline.
+func TestResetAndReleaseKeepTheStoresDeadline(t *testing.T) {
+	needRedis(t)
+	for _, kind := range []string{"plain client", "ContextTimeoutEnabled"} {
+		t.Run(kind, func(t *testing.T) {
+			srv := ownServer(t)
+			var c *redis.Client
+			if kind == "plain client" {
+				c = newClient(t, srv)
+			} else {
+				c = newCtxClient(t, srv)
+			}
+			s := redisstore.New(c, redisstore.WithTimeout(100*time.Millisecond))
+			ctx := context.Background()
+			q := core.Query{Policy: mustParse("3/1m"), Scope: "login", Key: "alice"}
+			if _, err := s.Decide(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			signal(t, srv, syscall.SIGSTOP)
+			defer signal(t, srv, syscall.SIGCONT)
+			for name, call := range map[string]func() error{
+				"Release": func() error { return s.Release(ctx, q, 1) },
+				"Reset":   func() error { return s.Reset(ctx, q) },
+			} {
+				done := make(chan error, 1)
+				start := time.Now()
+				go func() { done <- call() }()
+				select {
+				case err := <-done:
+					if took := time.Since(start); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("%s on a paused server returned after %v (%v), want the store's 100ms deadline", name, took.Round(time.Millisecond), err)
+					}
+				case <-time.After(2 * time.Second):
+					t.Fatalf("%s on a paused server has not returned after 2s; the store's deadline is 100ms", name)
+				}
+			}
+		})
+	}
+}
+
 // TestServerDown stops and pauses the server under a store: every call must fail within the
 // deadline, and decisions must resume on the same store once the server is back.
 func TestServerDown(t *testing.T) {
