@@ -108,10 +108,14 @@ func WithFlights(n int) Option {
 
 // WithDenyCache turns the local deny cache on (the default) or off. While Redis has said a
 // key is refused for the next R, Enforce and Peek queries of the same cost are refused
-// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: only
-// time frees a slot, so the refusal and its wait are what Redis would give (for a cost
-// above 1, Remaining stays the value at the refusal). Penalty queries always go to Redis,
-// since each refusal must be recorded there. The cache holds at most 65,536 keys.
+// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: while
+// only time frees a slot, the refusal and its wait are what Redis would give (for a cost
+// above 1, Remaining stays the value at the refusal). A Reset or Release frees one too, but
+// reaches only its own process's cache: another process keeps refusing the key until its
+// cached wait ends, up to the period. Turn the cache off in every process where a Reset
+// must free a key everywhere at once (core.Quota.Reset after a password reset). Penalty
+// queries always go to Redis, since each refusal must be recorded there. The cache holds
+// at most 65,536 keys.
 func WithDenyCache(on bool) Option {
 	return func(s *Store) {
 		if on {
@@ -286,8 +290,8 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 // Reset implements core.Resetter: it deletes the bucket's key, which holds every rate's
 // grants, in one script, so a decision on the key runs wholly before or after it. It runs
 // under the store's deadline (WithTimeout), as decisions do. This process forgets its cached
-// refusal of the key too; another process's cached refusal lasts until its wait ends
-// (stricter, never looser).
+// refusal of the key too; another process's cached refusal lasts until its wait ends, up to
+// the period (stricter, never looser; WithDenyCache(false) in every process avoids it).
 func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if q.Policy == nil {
 		return errNilPolicy

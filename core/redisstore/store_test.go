@@ -512,6 +512,37 @@ func TestDenyCacheReleases(t *testing.T) {
 	}
 }
 
+// A Reset reaches Redis and the deny cache of the process that calls it, not another
+// process's deny cache (docs/redis.md, "The deny cache"; core.Quota.Reset): a process that
+// cached a refusal keeps refusing the key locally for the rest of its wait, while a
+// process without the cache (WithDenyCache(false), the documented way out) admits at once.
+func TestResetDoesNotReachAnotherProcessesDenyCache(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	prefix := freshPrefix(t)
+	cached := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix))
+	uncached := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix), redisstore.WithDenyCache(false))
+	operator := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix))
+	q := core.Query{Policy: mustParse("5/15m"), Scope: "login", Key: "alice"}
+	for i := range 6 {
+		d, err := cached.Decide(ctx, q)
+		if err != nil || d.Allowed != (i < 5) {
+			t.Fatalf("request %d: %+v %v", i+1, d, err)
+		}
+	}
+	if err := operator.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	peek := q
+	peek.Mode = core.Peek
+	if d, err := cached.Decide(ctx, peek); err != nil || d.Allowed || d.RetryAfter < time.Minute {
+		t.Fatalf("the process that cached the refusal, after another's reset: %+v %v, want its cached refusal (documented)", d, err)
+	}
+	if d, err := uncached.Decide(ctx, q); err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("a process without the deny cache, after the reset: %+v %v, want admitted with 4 left", d, err)
+	}
+}
+
 func TestMemoryUsage(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
