@@ -19,6 +19,7 @@ import (
 	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/bounds"
+	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
 var prefixSeq atomic.Int64
@@ -334,6 +335,64 @@ func TestResetAndReleaseKeepTheStoresDeadline(t *testing.T) {
 				case <-time.After(2 * time.Second):
 					t.Fatalf("%s on a paused server has not returned after 2s; the store's deadline is 100ms", name)
 				}
+			}
+		})
+	}
+}
+
+// A restart forgets the grants Redis had not persisted (docs/redis.md, "Persistence and
+// restarts"): without persistence, all of them, and every client gets its whole quota again
+// at once; with the append-only file (appendfsync everysec), which Redis writes before it
+// replies, a killed server keeps them (the OS still holds the file). 3 grants of 3/1m, a
+// kill and a restart, then 3 more requests within the minute.
+func TestRestartKeepsOnlyPersistedGrants(t *testing.T) {
+	needRedis(t)
+	for _, c := range []struct {
+		name  string
+		extra []string
+		want  int // admitted in all
+	}{
+		{"no persistence", nil, 6},
+		{"appendonly everysec", []string{"--appendonly", "yes", "--appendfsync", "everysec"}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			own, err := redistest.StartServer(tmpRoot, false, c.extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(own.Stop)
+			s := redisstore.New(newClient(t, own), roomy)
+			q := core.Query{Policy: mustParse("3/1m"), Scope: "login", Key: "alice"}
+			start := time.Now()
+			admitted := 0
+			decide := func() {
+				t.Helper()
+				for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					d, err := s.Decide(ctx, q)
+					if err == nil {
+						if d.Allowed {
+							admitted++
+						}
+						return
+					}
+					if time.Now().After(end) {
+						t.Fatal(err)
+					}
+				}
+			}
+			for range 3 {
+				decide()
+			}
+			own.Stop()
+			if err := own.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				decide()
+			}
+			if el := time.Since(start); el < time.Minute && admitted != c.want {
+				t.Fatalf("3/1m: %d admitted within %v across a restart of Redis, want %d", admitted, el.Round(time.Millisecond), c.want)
 			}
 		})
 	}
