@@ -13,8 +13,8 @@ import (
 )
 
 // A Quota reaches a registered limit's buckets outside requests: forget a client's grants
-// (after a password reset, say) or see what it has left without spending any. Hand it to a
-// limit named with WithScope, so that every instance names the buckets alike:
+// or see what it has left. Hand it to a limit named with WithScope, so that every instance
+// names the buckets alike:
 //
 //	login := new(core.Quota)
 //	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithScope("login"), core.WithKey(byUser), core.WithQuota(login)), h)
@@ -92,7 +92,9 @@ func WithQuota(q *Quota) Option {
 	}
 }
 
-// Reset forgets every grant of key, in the limits' rates and their tiers'.
+// Reset forgets every grant of key, in the limits' rates and their tiers'. Other processes
+// on a redisstore may refuse key from their deny caches until the cached wait ends (see
+// redisstore.WithDenyCache).
 func (q *Quota) Reset(ctx context.Context, key string) error {
 	ls, err := q.limits()
 	if err != nil {

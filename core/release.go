@@ -6,10 +6,9 @@ import (
 	"fmt"
 )
 
-// A Releaser is a Store that can give a grant back: Release atomically makes q's bucket
-// forget the grant an Enforce decision of q recorded (Decision.Grant), as if never
-// admitted, keeping every other. A grant out of every window, or reset since, is gone
-// already. WithCountWhen needs it.
+// A Releaser is a Store that can give a grant back: Release atomically forgets the grant an
+// Enforce decision of q recorded (Decision.Grant), and only it (none if out of every window,
+// or reset since). WithCountWhen needs it.
 type Releaser interface {
 	Release(ctx context.Context, q Query, grant int64) error
 }

@@ -41,6 +41,7 @@ type call struct {
 	script   *redis.Script
 	key      string
 	fence    string // a second key, for release.lua: the key's reset fence
+	once     bool   // must not run twice: sent alone, in MULTI/EXEC (see evalOnce)
 	args     []any
 	deadline time.Time
 	v        reply
@@ -171,10 +172,11 @@ func (s *Store) queueFor(key string) *queue {
 }
 
 // run sends the script within the store's deadline (and ctx's, if earlier). fence, if not
-// "", is a second key the script reads, in key's slot.
-func (s *Store) run(ctx context.Context, script *redis.Script, key, fence string, args []any) (reply, error) {
+// "", is a second key the script reads, in key's slot. A call that is once must not run
+// twice (see evalOnce).
+func (s *Store) run(ctx context.Context, script *redis.Script, key, fence string, once bool, args []any) (reply, error) {
 	c := calls.Get().(*call)
-	c.ctx, c.script, c.key, c.fence, c.args = ctx, script, key, fence, args
+	c.ctx, c.script, c.key, c.fence, c.once, c.args = ctx, script, key, fence, once, args
 	now := time.Now()
 	budget := s.timeout
 	c.deadline = now.Add(budget)
@@ -216,9 +218,7 @@ func (s *Store) runOn(q *queue, c *call) (reply, error) {
 		return s.wait(q, c)
 	}
 	q.mu.Unlock()
-	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
-	c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
-	cancel()
+	s.alone(c)
 	if s.land(q) {
 		go s.fly(q)
 	}
@@ -306,17 +306,33 @@ func (s *Store) land(q *queue) (goOn bool) {
 	return false
 }
 
+// alone sends c by itself, under its context and deadline: a call that is once in
+// MULTI/EXEC, any other as a single script call.
+func (s *Store) alone(c *call) {
+	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
+	if c.once {
+		c.v, c.err = s.evalOnce(ctx, c.script, c.keys(), c.args)
+	} else {
+		c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
+	}
+	cancel()
+}
+
 // send runs a batch and answers each call. A call whose deadline has passed or whose
-// context is done is answered with that error and not sent.
+// context is done is answered with that error and not sent. Calls that are once never
+// join the pipeline (go-redis may send a pipeline twice): each goes alone, after it.
 func (s *Store) send(batch []*call) {
 	now := time.Now()
 	live := batch[:0:0]
+	var once []*call
 	var deadline time.Time
 	for _, c := range batch {
 		if !now.Before(c.deadline) {
 			c.err = context.DeadlineExceeded
 		} else if err := c.ctx.Err(); err != nil {
 			c.err = err
+		} else if c.once {
+			once = append(once, c)
 		} else {
 			live = append(live, c)
 			if c.deadline.After(deadline) {
@@ -327,10 +343,7 @@ func (s *Store) send(batch []*call) {
 	switch len(live) {
 	case 0:
 	case 1:
-		c := live[0]
-		ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
-		c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
-		cancel()
+		s.alone(live[0])
 	default:
 		// A pipeline serves several callers, so it has none's context (its values, a
 		// tracer's say, or its cancellation), and the latest deadline: each caller stops
@@ -338,6 +351,13 @@ func (s *Store) send(batch []*call) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		s.evalAll(ctx, live)
 		cancel()
+	}
+	for _, c := range once {
+		if waited(c) {
+			s.alone(c)
+		} else if c.err = c.ctx.Err(); c.err == nil {
+			c.err = context.DeadlineExceeded
+		}
 	}
 	for _, c := range batch {
 		c.done <- struct{}{}
@@ -387,7 +407,8 @@ func waited(c *call) bool { return time.Now().Before(c.deadline) && c.ctx.Err() 
 // pipeline only when the first command met one, and then it sends the whole pipeline
 // again, so that the other calls in it may run twice. That records a grant twice, which
 // can only make the limit stricter; it needs the server's state to change within one
-// pipeline (a load finishing between two of its reads).
+// pipeline (a load finishing between two of its reads). A release run twice would be
+// looser: releases never join a pipeline (see evalOnce).
 func notRun(err error) bool {
 	if err == nil {
 		return false

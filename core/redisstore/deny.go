@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -25,6 +26,11 @@ type denyCache struct {
 type denyShard struct {
 	mu sync.Mutex
 	m  map[[16]byte]denyEntry
+	// gen counts the resets and releases of the shard's keys (written under mu): a refusal
+	// decided before one of them, whose reply comes after it, must not be cached, since
+	// Redis would no longer give it. Decide reads gen before it sends and put drops the
+	// refusal if gen has moved since.
+	gen atomic.Uint64
 }
 
 type denyEntry struct {
@@ -64,11 +70,19 @@ func (c *denyCache) get(h [16]byte, cost int, now time.Time) (core.Decision, boo
 	return d, true
 }
 
-// put records a refusal whose admission is wait away; when the shard is full it drops expired entries, then any one.
-func (c *denyCache) put(h [16]byte, cost int, since time.Time, wait time.Duration, d core.Decision) {
+// gen returns the generation of key h's shard, to be given to put.
+func (c *denyCache) gen(h [16]byte) uint64 { return c.shards[h[0]%denyShards].gen.Load() }
+
+// put records a refusal whose admission is wait away, unless a reset or release of a key in
+// its shard came after gen was read; when the shard is full it drops expired entries, then
+// any one.
+func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait time.Duration, d core.Decision) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if sh.gen.Load() != gen {
+		return
+	}
 	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
 		for k, e := range sh.m {
 			if !since.Before(e.until) {
@@ -90,5 +104,15 @@ func (c *denyCache) drop(h [16]byte) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
 	delete(sh.m, h)
+	sh.mu.Unlock()
+}
+
+// forget forgets key h's refusal once a reset or release of it has run, and every refusal
+// of its shard's keys still on its way: one decided before, whose reply comes after.
+func (c *denyCache) forget(h [16]byte) {
+	sh := &c.shards[h[0]%denyShards]
+	sh.mu.Lock()
+	delete(sh.m, h)
+	sh.gen.Add(1)
 	sh.mu.Unlock()
 }

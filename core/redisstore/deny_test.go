@@ -12,7 +12,7 @@ func TestDenyCacheBounded(t *testing.T) {
 	now := time.Now()
 	for i := range 10_000 {
 		h := [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}
-		c.put(h, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
+		c.put(h, 0, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
 	}
 	n := 0
 	for i := range c.shards {
@@ -27,7 +27,7 @@ func TestDenyCacheAges(t *testing.T) {
 	c := newDenyCache(defaultDenyCap)
 	h := [16]byte{1}
 	t0 := time.Now()
-	c.put(h, 1, t0, 100*time.Millisecond, core.Decision{RetryAfter: 100 * time.Millisecond, Reset: time.Second, FullReset: time.Second})
+	c.put(h, 0, 1, t0, 100*time.Millisecond, core.Decision{RetryAfter: 100 * time.Millisecond, Reset: time.Second, FullReset: time.Second})
 	d, ok := c.get(h, 1, t0.Add(30*time.Millisecond))
 	if !ok || d.RetryAfter != 70*time.Millisecond || d.Reset != 970*time.Millisecond || d.FullReset != 970*time.Millisecond {
 		t.Fatalf("after 30ms: %+v %v, want RetryAfter 70ms, Reset 970ms", d, ok)
@@ -62,3 +62,21 @@ func TestIsNoScript(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A refusal whose reply comes after a reset or release of a key in its shard is not cached:
+// it may have been decided before.
+func TestDenyCacheIgnoresRefusalsFromBeforeAForget(t *testing.T) {
+	c := newDenyCache(defaultDenyCap)
+	h, other := [16]byte{1}, [16]byte{1, 1} // the same shard
+	now := time.Now()
+	gen := c.gen(h)
+	c.forget(other)
+	c.put(h, gen, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
+	if _, ok := c.get(h, 1, now); ok {
+		t.Fatal("a refusal read before a forget was cached after it")
+	}
+	c.put(h, c.gen(h), 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
+	if _, ok := c.get(h, 1, now); !ok {
+		t.Fatal("a refusal read after the forget was not cached")
+	}
+}

@@ -9,5 +9,6 @@ func ScriptSources() map[string]string {
 		"boundedn.lua": boundedNSrc,
 		"decide.lua":   decideSrc,
 		"release.lua":  releaseSrc,
+		"reset.lua":    resetSrc,
 	}
 }

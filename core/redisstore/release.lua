@@ -22,7 +22,6 @@ local floor, rep, sub = math.floor, string.rep, string.sub
 local arg = ARGV[1]
 local kind, now, cost, L, nr, nb = unpack('<i8i8i8i8i8i8', arg)
 local key = KEYS[1]
-local NB = 101
 local s = call('GET', key)
 if not s then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 -- A key reset since the grant forgot it, and its time, bucket or unit may be a later
@@ -33,23 +32,8 @@ if fence and #fence == 8 then
   if now <= floor((unpack('<i8', fence) + unit - 1) / unit) then return $REPLY(0, 0, 0, 0, 0, 0, 0) end
 end
 
--- Where each bounded rate's [lo][sum][newest] and its first count are (bytes, from 1), the
--- ring's header size and the size of its entries: i7 microseconds, or for kind 6 a uint16
--- offset from the header's unit O.
-local HDR, ES, O, BLK, heads, counts = 0, 7, 0, (3 + NB) * 8, 0, 0
-if kind == 1 then
-  HDR = 11
-elseif kind == 6 then
-  HDR, ES = 18, 2
-elseif kind == 2 then
-  HDR = 9 + 2 * nr
-elseif kind == 3 then
-  heads, counts = 9, 40
-elseif kind == 4 then
-  heads, counts = 16, 16 + 24 * nb
-elseif kind == 5 then
-  heads, counts, HDR = 11, 35, 10 + nb * BLK
-end
+--#include layout
+local O = 0 -- kind 6: the unit the ring's offsets count from
 -- Anything malformed (a foreign value under our key) is left alone.
 local n, w = 0, 0
 if kind == 3 and #s ~= 39 + NB * 8 then return $REPLY(0, 0, 0, 0, 0, 0, 0) end

@@ -20,6 +20,8 @@ var (
 		"bounded1.lua": {common, boundedRules, {"bounded_keep", "bounded_write"}},
 		"boundedn.lua": {common, boundedRules, {"bounded_keep", "bounded_write", "tightest"}},
 		"decide.lua":   {common, exactRules, boundedRules, {"tightest"}},
+		"release.lua":  {{"prelude", "layout"}},
+		"reset.lua":    {{"prelude", "layout"}},
 	}
 )
 

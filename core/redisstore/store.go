@@ -108,10 +108,14 @@ func WithFlights(n int) Option {
 
 // WithDenyCache turns the local deny cache on (the default) or off. While Redis has said a
 // key is refused for the next R, Enforce and Peek queries of the same cost are refused
-// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: only
-// time frees a slot, so the refusal and its wait are what Redis would give (for a cost
-// above 1, Remaining stays the value at the refusal). Penalty queries always go to Redis,
-// since each refusal must be recorded there. The cache holds at most 65,536 keys.
+// locally, with RetryAfter, Reset and FullReset counting down, without a round trip: while
+// only time frees a slot, the refusal and its wait are what Redis would give (for a cost
+// above 1, Remaining stays the value at the refusal). A Reset or Release frees one too, but
+// reaches only its own process's cache: another process keeps refusing the key until its
+// cached wait ends, up to the period. Turn the cache off in every process where a Reset
+// must free a key everywhere at once (core.Quota.Reset after a password reset). Penalty
+// queries always go to Redis, since each refusal must be recorded there. The cache holds
+// at most 65,536 keys.
 func WithDenyCache(on bool) Option {
 	return func(s *Store) {
 		if on {
@@ -255,8 +259,12 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 			return d, nil
 		}
 	}
+	var gen uint64
+	if s.deny != nil {
+		gen = s.deny.gen(h)
+	}
 	key := s.keyName(h)
-	vals, err := s.run(ctx, pl.script, key, "", s.args(pl, cost, q.Mode))
+	vals, err := s.run(ctx, pl.script, key, "", false, s.args(pl, cost, q.Mode))
 	if err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: decide %q for key %s: %w", p.String(), key, err)
 	}
@@ -268,9 +276,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		// A refusal is cached from the moment the request left, so the local refusal ends
 		// no later than the server's would. A Penalty refusal is cached too: it reports
 		// the state after recording, which is what an Enforce query would meet next.
-		// Any admission on this key drops the entry.
+		// Any admission on this key drops the entry. A refusal whose reply comes after a
+		// reset or release of the key may predate it: it is not cached (see gen).
 		if !d.Allowed && wait > 0 {
-			s.deny.put(h, cost, start, wait, d)
+			s.deny.put(h, gen, cost, start, wait, d)
 		} else if d.Allowed {
 			s.deny.drop(h)
 		}
@@ -279,9 +288,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 }
 
 // Reset implements core.Resetter: it deletes the bucket's key, which holds every rate's
-// grants, in one command, so a decision on the key runs wholly before or after it. This
-// process forgets its cached refusal of the key too; another process's cached refusal lasts
-// until its wait ends (stricter, never looser).
+// grants, in one script, so a decision on the key runs wholly before or after it. It runs
+// under the store's deadline (WithTimeout), as decisions do. This process forgets its cached
+// refusal of the key too; another process's cached refusal lasts until its wait ends, up to
+// the period (stricter, never looser; WithDenyCache(false) in every process avoids it).
 func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if q.Policy == nil {
 		return errNilPolicy
@@ -291,20 +301,23 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if err := resetScript.Run(ctx, s.client, []string{key, fenceName(key)}, s.resetArgs(q.Policy)).Err(); err != nil {
+	// Under the store's deadline, as a decision. A reset run twice (go-redis re-sends a call
+	// or a pipeline whose reply was lost) is one at the later time: its fence never moves back.
+	if _, err := s.run(ctx, resetScript, key, fenceName(key), false, s.resetArgs(q.Policy)); err != nil {
 		return fmt.Errorf("redisstore: reset key %s: %w", key, err)
 	}
 	if s.deny != nil {
-		s.deny.drop(h) // a refusal cached while the DEL was under way
+		s.deny.forget(h) // a refusal cached, or still on its way, while the DEL was under way
 	}
 	return nil
 }
 
 // Release implements core.Releaser: it gives back the grant a decision of q recorded at
 // grant (Decision.Grant, the server's time in microseconds), in one script, so a decision on
-// the key runs wholly before or after it. This process forgets its cached refusal of the
-// key too; another process's cached refusal lasts until its wait ends (stricter, never
-// looser).
+// the key runs wholly before or after it. It runs at most once: an error may mean that the
+// grant was given back or that it still counts, never that it came back twice. This process
+// forgets its cached refusal of the key too; another process's cached refusal lasts until
+// its wait ends (stricter, never looser).
 func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	p := q.Policy
 	if p == nil {
@@ -316,11 +329,12 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	if _, err := s.run(ctx, releaseScript, key, fenceName(key), []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
+	// once: a give-back run twice would give back a second grant (see evalOnce).
+	if _, err := s.run(ctx, releaseScript, key, fenceName(key), true, []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
 	if s.deny != nil {
-		s.deny.drop(h) // a refusal cached while the release was under way
+		s.deny.forget(h) // a refusal cached, or still on its way, while the release was under way
 	}
 	return nil
 }
@@ -330,7 +344,8 @@ func fenceName(key string) string { return key + ":reset" }
 
 // resetArgs packs reset.lua's ARGV: whether to read the server's TIME, the time otherwise,
 // and the fence's expiry: twice p's longest period, after which every grant the reset
-// forgot is out of every window. Under a test clock, no expiry, as for the keys.
+// forgot is out of every window (under a test clock, no expiry, as for the keys); then the
+// key's layout, as for a release.
 func (s *Store) resetArgs(p *core.Policy) []any {
 	useTime, now, expire := int64(1), int64(0), 2*longestMillis(p)
 	if s.clock != nil {
@@ -340,7 +355,7 @@ func (s *Store) resetArgs(p *core.Policy) []any {
 	for _, x := range []int64{useTime, now, expire} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(x))
 	}
-	return []any{b}
+	return []any{b, releaseArgs(s.plan(p), 0, 1)}
 }
 
 // longestMillis is p's longest period in whole milliseconds, rounded up.
@@ -396,6 +411,26 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
+	}
+	return replyOf(cmd)
+}
+
+// evalOnce runs the script as eval does, inside MULTI/EXEC, so that it runs at most once.
+// go-redis sends a single command, or a pipeline, again when its connection fails after the
+// write (io.EOF, a timeout), although the server may have run it; a transaction it sends
+// again only when its EXEC cannot have run: the write failed (the EXEC never arrived
+// whole), or EXEC was refused (a Cluster's MOVED, ASK, TRYAGAIN or CLUSTERDOWN, which
+// discard the transaction). A reply that fails after the write ends the call with an
+// error, whether or not the server ran it. A script the server lacks fails at EXEC without
+// running (NOSCRIPT), so sending it again as EVAL is safe.
+func (s *Store) evalOnce(ctx context.Context, script *redis.Script, keys []string, args []any) (reply, error) {
+	tx := s.client.TxPipeline()
+	cmd := script.EvalSha(ctx, tx, keys, args...)
+	tx.Exec(ctx) // cmd keeps its own error
+	if isNoScript(cmd.Err()) {
+		tx = s.client.TxPipeline()
+		cmd = script.Eval(ctx, tx, keys, args...)
+		tx.Exec(ctx)
 	}
 	return replyOf(cmd)
 }

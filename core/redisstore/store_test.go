@@ -19,6 +19,7 @@ import (
 	"github.com/reqlimit/reqlimit/core/redisstore"
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/bounds"
+	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
 var prefixSeq atomic.Int64
@@ -294,6 +295,109 @@ func TestScriptFlush(t *testing.T) {
 	}
 }
 
+// Reset and Release run under the store's deadline (WithTimeout), as decisions do: "a paused
+// or unreachable server costs at most the deadline". Reset (what Quota.Reset calls, from a
+// request handler such as a password reset) sent its script straight through the client
+// with only the caller's context, so on a paused server it waited for go-redis's own read
+// timeout (3 s) and its retries, or forever with ContextTimeoutEnabled and a context
+// without a deadline.
+func TestResetAndReleaseKeepTheStoresDeadline(t *testing.T) {
+	needRedis(t)
+	for _, kind := range []string{"plain client", "ContextTimeoutEnabled"} {
+		t.Run(kind, func(t *testing.T) {
+			srv := ownServer(t)
+			var c *redis.Client
+			if kind == "plain client" {
+				c = newClient(t, srv)
+			} else {
+				c = newCtxClient(t, srv)
+			}
+			s := redisstore.New(c, redisstore.WithTimeout(100*time.Millisecond))
+			ctx := context.Background()
+			q := core.Query{Policy: mustParse("3/1m"), Scope: "login", Key: "alice"}
+			if _, err := s.Decide(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			signal(t, srv, syscall.SIGSTOP)
+			defer signal(t, srv, syscall.SIGCONT)
+			for name, call := range map[string]func() error{
+				"Release": func() error { return s.Release(ctx, q, 1) },
+				"Reset":   func() error { return s.Reset(ctx, q) },
+			} {
+				done := make(chan error, 1)
+				start := time.Now()
+				go func() { done <- call() }()
+				select {
+				case err := <-done:
+					if took := time.Since(start); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("%s on a paused server returned after %v (%v), want the store's 100ms deadline", name, took.Round(time.Millisecond), err)
+					}
+				case <-time.After(2 * time.Second):
+					t.Fatalf("%s on a paused server has not returned after 2s; the store's deadline is 100ms", name)
+				}
+			}
+		})
+	}
+}
+
+// A restart forgets the grants Redis had not persisted (docs/redis.md, "Persistence and
+// restarts"): without persistence, all of them, and every client gets its whole quota again
+// at once; with the append-only file (appendfsync everysec), which Redis writes before it
+// replies, a killed server keeps them (the OS still holds the file). 3 grants of 3/1m, a
+// kill and a restart, then 3 more requests within the minute.
+func TestRestartKeepsOnlyPersistedGrants(t *testing.T) {
+	needRedis(t)
+	for _, c := range []struct {
+		name  string
+		extra []string
+		want  int // admitted in all
+	}{
+		{"no persistence", nil, 6},
+		{"appendonly everysec", []string{"--appendonly", "yes", "--appendfsync", "everysec"}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			own, err := redistest.StartServer(tmpRoot, false, c.extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(own.Stop)
+			s := redisstore.New(newClient(t, own), roomy)
+			q := core.Query{Policy: mustParse("3/1m"), Scope: "login", Key: "alice"}
+			start := time.Now()
+			admitted := 0
+			decide := func() {
+				t.Helper()
+				for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					d, err := s.Decide(ctx, q)
+					if err == nil {
+						if d.Allowed {
+							admitted++
+						}
+						return
+					}
+					if time.Now().After(end) {
+						t.Fatal(err)
+					}
+				}
+			}
+			for range 3 {
+				decide()
+			}
+			own.Stop()
+			if err := own.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				decide()
+			}
+			if el := time.Since(start); el < time.Minute && admitted != c.want {
+				t.Fatalf("3/1m: %d admitted within %v across a restart of Redis, want %d", admitted, el.Round(time.Millisecond), c.want)
+			}
+		})
+	}
+}
+
 // TestServerDown stops and pauses the server under a store: every call must fail within the
 // deadline, and decisions must resume on the same store once the server is back.
 func TestServerDown(t *testing.T) {
@@ -464,6 +568,37 @@ func TestDenyCacheReleases(t *testing.T) {
 			t.Fatalf("after RetryAfter the cache must let the request through to Redis: %+v %v", d, err)
 		}
 		return
+	}
+}
+
+// A Reset reaches Redis and the deny cache of the process that calls it, not another
+// process's deny cache (docs/redis.md, "The deny cache"; core.Quota.Reset): a process that
+// cached a refusal keeps refusing the key locally for the rest of its wait, while a
+// process without the cache (WithDenyCache(false), the documented way out) admits at once.
+func TestResetDoesNotReachAnotherProcessesDenyCache(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	prefix := freshPrefix(t)
+	cached := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix))
+	uncached := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix), redisstore.WithDenyCache(false))
+	operator := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix))
+	q := core.Query{Policy: mustParse("5/15m"), Scope: "login", Key: "alice"}
+	for i := range 6 {
+		d, err := cached.Decide(ctx, q)
+		if err != nil || d.Allowed != (i < 5) {
+			t.Fatalf("request %d: %+v %v", i+1, d, err)
+		}
+	}
+	if err := operator.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	peek := q
+	peek.Mode = core.Peek
+	if d, err := cached.Decide(ctx, peek); err != nil || d.Allowed || d.RetryAfter < time.Minute {
+		t.Fatalf("the process that cached the refusal, after another's reset: %+v %v, want its cached refusal (documented)", d, err)
+	}
+	if d, err := uncached.Decide(ctx, q); err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("a process without the deny cache, after the reset: %+v %v, want admitted with 4 left", d, err)
 	}
 }
 
