@@ -103,7 +103,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	l.altSuffix = "#" + strconv.Itoa(nth)
 	l.altNames, l.altPolicyField = l.names(l.altSuffix)
 	if l.cfg.quota != nil {
-		l.cfg.quota.register(l, strings.Join(site.stack, "\n"))
+		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
 	}
 	return l, nil
 }

@@ -25,29 +25,44 @@ import (
 // limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset and
 // Peek also find where a key function gave none. Safe for concurrent use; fails until registered.
 type Quota struct {
-	mu   sync.Mutex          // serializes registrations
-	last map[string]*limiter // the last limit registered from each site, with its scope
+	mu   sync.Mutex             // serializes registrations
+	last map[string]*quotaBatch // the last batch registered from each site, with its scope
 	ls   atomic.Pointer[[]weak.Pointer[limiter]]
+}
+
+// A quotaBatch is the limits one call registered: one for an adapter's Limit, one per
+// method for grpclimit.New, which marks its call with hook.BatchKey.
+type quotaBatch struct {
+	id any // the call's hook.BatchKey value, nil for a limit registered alone
+	ls []*limiter
 }
 
 // errNoLimit is returned by a Quota whose limit has not been registered.
 var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
 
-// register adds l, registered at site (its caller's stack), to the limits q reaches. q
-// holds limits weakly: a router rebuilt (on a configuration reload, say) registers its
-// limits again, maybe with other policies, and the limits it no longer uses must stop
-// answering Peek, and stop taking room in q, once collected. Where a limit was registered
-// cannot tell a rebuilt router's limits from those a loop registers from one line, which
-// all stay in use. q holds the last limit registered from each site and scope strongly,
-// so that a limit registered only to be reset (by a process sharing a Redis that serves
-// no requests) stays reached; a later one from the same site and scope takes its place.
-func (q *Quota) register(l *limiter, site string) {
+// register adds l, registered at site (its caller's stack) in batch (hook.BatchKey's
+// value, nil for a limit registered alone), to the limits q reaches. q holds limits
+// weakly: a router rebuilt (on a configuration reload, say) registers its limits again,
+// maybe with other policies, and the limits it no longer uses must stop answering Peek,
+// and stop taking room in q, once collected. Until then they answer too: where a limit
+// was registered cannot tell a rebuilt router's limits from those a loop registers from
+// one line, which all stay in use, and of the two errors, an old limit's answer is the
+// stricter. q holds the last batch from each site and scope strongly, so that limits
+// registered only to be reset (by a process sharing a Redis that serves no requests) stay
+// reached, every entry of one grpclimit.New among them.
+func (q *Quota) register(l *limiter, site string, batch any) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.last == nil {
-		q.last = map[string]*limiter{}
+		q.last = map[string]*quotaBatch{}
 	}
-	q.last[site+"\x00"+l.cfg.scope] = l
+	site += "\x00" + l.cfg.scope
+	b := q.last[site]
+	if b == nil || batch == nil || b.id != batch {
+		b = &quotaBatch{id: batch}
+		q.last[site] = b
+	}
+	b.ls = append(b.ls, l)
 	var ls []weak.Pointer[limiter]
 	if old := q.ls.Load(); old != nil {
 		for _, w := range *old {

@@ -54,6 +54,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // AllMethods is the entry that matches every method no more specific entry names.
@@ -116,6 +117,8 @@ func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names) // the same error for the same map, whatever its order
+	// The entries are one registration: a Quota they are given holds them together.
+	opts = append(slices.Clip(opts), adapter.Option(hook.BatchKey{}, new(byte)))
 	for _, name := range names {
 		kind, norm, err := parseName(name)
 		if err != nil {

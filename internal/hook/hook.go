@@ -90,6 +90,11 @@ const (
 	HeaderReset           = "X-Ratelimit-Reset"
 )
 
+// BatchKey is the extension key under which an adapter that registers several limits in
+// one call (grpclimit.New, one per method) puts a value of that call's own: a Quota holds
+// the last such call's limits from a place together.
+type BatchKey struct{}
+
 // NoFrameworkIPKey is the extension key under which an adapter whose framework has no
 // client IP of its own (net/http) marks its limits: core.WithClientIPFromFramework is then
 // refused where the limit is registered, rather than ignored.
