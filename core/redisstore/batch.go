@@ -41,7 +41,7 @@ type call struct {
 	script   *redis.Script
 	key      string
 	fence    string // a second key, for release.lua: the key's reset fence
-	once     bool   // must not run twice: sent alone, in MULTI/EXEC (see evalOnce)
+	once     bool   // must not run twice: sent in MULTI/EXEC (see txAll)
 	args     []any
 	deadline time.Time
 	v        reply
@@ -173,7 +173,7 @@ func (s *Store) queueFor(key string) *queue {
 
 // run sends the script within the store's deadline (and ctx's, if earlier). fence, if not
 // "", is a second key the script reads, in key's slot. A call that is once must not run
-// twice (see evalOnce).
+// twice (see txAll).
 func (s *Store) run(ctx context.Context, script *redis.Script, key, fence string, once bool, args []any) (reply, error) {
 	c := calls.Get().(*call)
 	c.ctx, c.script, c.key, c.fence, c.once, c.args = ctx, script, key, fence, once, args
@@ -311,21 +311,86 @@ func (s *Store) land(q *queue) (goOn bool) {
 func (s *Store) alone(c *call) {
 	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
 	if c.once {
-		c.v, c.err = s.evalOnce(ctx, c.script, c.keys(), c.args)
+		s.txAll(ctx, []*call{c})
 	} else {
 		c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
 	}
 	cancel()
 }
 
+// evalOnceAll runs calls that must not run twice, each at most once, in as few
+// transactions as the client allows: one on a single server; on a Cluster, whose
+// transactions hold keys of one slot, one per hash tag, side by side.
+func (s *Store) evalOnceAll(ctx context.Context, calls []*call) {
+	if _, ok := s.client.(*redis.ClusterClient); !ok {
+		s.txAll(ctx, calls)
+		return
+	}
+	byTag := map[string][]*call{}
+	for _, c := range calls {
+		tag := hashTag(c.key)
+		byTag[tag] = append(byTag[tag], c)
+	}
+	var wg sync.WaitGroup
+	for _, tx := range byTag {
+		wg.Go(func() { s.txAll(ctx, tx) })
+	}
+	wg.Wait()
+}
+
+// hashTag returns the part of key that Redis Cluster hashes to find its slot: between
+// the first '{' and the next '}', if not empty, else all of it.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// txAll runs calls in one MULTI/EXEC, so that each runs at most once. go-redis sends a
+// single command, or a pipeline, again when its connection fails after the write (io.EOF,
+// a timeout), although the server may have run it; a transaction it sends again only
+// when its EXEC cannot have run: the write failed (the EXEC never arrived whole), or EXEC
+// was refused (a Cluster's MOVED, ASK, TRYAGAIN or CLUSTERDOWN, which discard the
+// transaction). A reply that fails after the write ends the calls with an error, whether
+// or not the server ran them. A script the server lacks fails at EXEC without running
+// (NOSCRIPT) while the others run, so those calls go again as EVAL in a second one.
+func (s *Store) txAll(ctx context.Context, calls []*call) {
+	cmds := make([]*redis.Cmd, len(calls))
+	tx := s.client.TxPipeline()
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, tx, c.keys(), c.args...)
+	}
+	tx.Exec(ctx) // each command keeps its own error
+	var again []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		tx = s.client.TxPipeline()
+		for _, i := range again {
+			cmds[i] = calls[i].script.Eval(ctx, tx, calls[i].keys(), calls[i].args...)
+		}
+		tx.Exec(ctx)
+	}
+	for i, c := range calls {
+		c.v, c.err = replyOf(cmds[i])
+	}
+}
+
 // send runs a batch and answers each call. A call whose deadline has passed or whose
 // context is done is answered with that error and not sent. Calls that are once never
-// join the pipeline (go-redis may send a pipeline twice): each goes alone, after it.
+// join the pipeline (go-redis may send a pipeline twice): they go in transactions of their
+// own (see evalOnceAll), beside it.
 func (s *Store) send(batch []*call) {
 	now := time.Now()
 	live := batch[:0:0]
 	var once []*call
-	var deadline time.Time
+	var deadline, onceDeadline time.Time
 	for _, c := range batch {
 		if !now.Before(c.deadline) {
 			c.err = context.DeadlineExceeded
@@ -333,12 +398,27 @@ func (s *Store) send(batch []*call) {
 			c.err = err
 		} else if c.once {
 			once = append(once, c)
+			if c.deadline.After(onceDeadline) {
+				onceDeadline = c.deadline
+			}
 		} else {
 			live = append(live, c)
 			if c.deadline.After(deadline) {
 				deadline = c.deadline
 			}
 		}
+	}
+	var sent sync.WaitGroup
+	switch len(once) {
+	case 0:
+	case 1:
+		sent.Go(func() { s.alone(once[0]) })
+	default:
+		sent.Go(func() {
+			ctx, cancel := context.WithDeadline(context.Background(), onceDeadline)
+			s.evalOnceAll(ctx, once)
+			cancel()
+		})
 	}
 	switch len(live) {
 	case 0:
@@ -352,13 +432,7 @@ func (s *Store) send(batch []*call) {
 		s.evalAll(ctx, live)
 		cancel()
 	}
-	for _, c := range once {
-		if waited(c) {
-			s.alone(c)
-		} else if c.err = c.ctx.Err(); c.err == nil {
-			c.err = context.DeadlineExceeded
-		}
-	}
+	sent.Wait()
 	for _, c := range batch {
 		c.done <- struct{}{}
 	}
@@ -408,7 +482,7 @@ func waited(c *call) bool { return time.Now().Before(c.deadline) && c.ctx.Err() 
 // again, so that the other calls in it may run twice. That records a grant twice, which
 // can only make the limit stricter; it needs the server's state to change within one
 // pipeline (a load finishing between two of its reads). A release run twice would be
-// looser: releases never join a pipeline (see evalOnce).
+// looser: releases never join a pipeline (see txAll).
 func notRun(err error) bool {
 	if err == nil {
 		return false

@@ -10,6 +10,7 @@ import (
 
 const (
 	denyShards = 16
+	denyGens   = 1024
 	// defaultDenyCap bounds the deny cache: a flood of distinct refused keys costs at most
 	// this many small entries, never unbounded memory.
 	defaultDenyCap = 1 << 16
@@ -21,16 +22,19 @@ const (
 type denyCache struct {
 	shards   [denyShards]denyShard
 	perShard int
+	// gens count the resets and releases of keys, a counter for the keys whose hashes
+	// share ten bits (bumped under the key's shard lock): a refusal decided before one of
+	// them, whose reply comes after it, must not be cached, since Redis would no longer
+	// give it. Decide reads the key's counter before it sends and put drops the refusal if
+	// it has moved since. Finer than a shard, so that the releases of a busy limit
+	// (WithCountWhen gives back every request it does not count) leave other keys'
+	// refusals cached.
+	gens [denyGens]atomic.Uint64
 }
 
 type denyShard struct {
 	mu sync.Mutex
 	m  map[[16]byte]denyEntry
-	// gen counts the resets and releases of the shard's keys (written under mu): a refusal
-	// decided before one of them, whose reply comes after it, must not be cached, since
-	// Redis would no longer give it. Decide reads gen before it sends and put drops the
-	// refusal if gen has moved since.
-	gen atomic.Uint64
 }
 
 type denyEntry struct {
@@ -70,17 +74,22 @@ func (c *denyCache) get(h [16]byte, cost int, now time.Time) (core.Decision, boo
 	return d, true
 }
 
-// gen returns the generation of key h's shard, to be given to put.
-func (c *denyCache) gen(h [16]byte) uint64 { return c.shards[h[0]%denyShards].gen.Load() }
+// gen returns the generation of key h, to be given to put.
+func (c *denyCache) gen(h [16]byte) uint64 { return c.genOf(h).Load() }
 
-// put records a refusal whose admission is wait away, unless a reset or release of a key in
-// its shard came after gen was read; when the shard is full it drops expired entries, then
+// genOf is key h's generation counter: chosen by other bits than its shard.
+func (c *denyCache) genOf(h [16]byte) *atomic.Uint64 {
+	return &c.gens[(int(h[1])<<8|int(h[2]))%denyGens]
+}
+
+// put records a refusal whose admission is wait away, unless a reset or release of a key
+// sharing h's generation came after gen was read; when the shard is full it drops expired entries, then
 // any one.
 func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait time.Duration, d core.Decision) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.gen.Load() != gen {
+	if c.genOf(h).Load() != gen {
 		return
 	}
 	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
@@ -108,11 +117,12 @@ func (c *denyCache) drop(h [16]byte) {
 }
 
 // forget forgets key h's refusal once a reset or release of it has run, and every refusal
-// of its shard's keys still on its way: one decided before, whose reply comes after.
+// of a key sharing its generation still on its way: one decided before, whose reply comes
+// after.
 func (c *denyCache) forget(h [16]byte) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
 	delete(sh.m, h)
-	sh.gen.Add(1)
+	c.genOf(h).Add(1)
 	sh.mu.Unlock()
 }

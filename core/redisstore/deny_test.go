@@ -63,20 +63,23 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-// A refusal whose reply comes after a reset or release of a key in its shard is not cached:
-// it may have been decided before.
+// A refusal whose reply comes after a reset or release of its key is not cached: it may
+// have been decided before. A reset or release of another key leaves it cached, even in
+// the same shard: the releases of a busy limit must not turn the cache off.
 func TestDenyCacheIgnoresRefusalsFromBeforeAForget(t *testing.T) {
 	c := newDenyCache(defaultDenyCap)
 	h, other := [16]byte{1}, [16]byte{1, 1} // the same shard
 	now := time.Now()
 	gen := c.gen(h)
-	c.forget(other)
+	c.forget(h)
 	c.put(h, gen, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
 	if _, ok := c.get(h, 1, now); ok {
 		t.Fatal("a refusal read before a forget was cached after it")
 	}
-	c.put(h, c.gen(h), 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
+	gen = c.gen(h)
+	c.forget(other)
+	c.put(h, gen, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
 	if _, ok := c.get(h, 1, now); !ok {
-		t.Fatal("a refusal read after the forget was not cached")
+		t.Fatal("a refusal was not cached because another key of its shard was released meanwhile")
 	}
 }

@@ -329,7 +329,7 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	// once: a give-back run twice would give back a second grant (see evalOnce).
+	// once: a give-back run twice would give back a second grant (see txAll).
 	if _, err := s.run(ctx, releaseScript, key, fenceName(key), true, []any{releaseArgs(pl, grant, max(q.Cost, 1))}); err != nil {
 		return fmt.Errorf("redisstore: release %q grant %d for key %s: %w", p.String(), grant, key, err)
 	}
@@ -411,26 +411,6 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 	cmd := script.EvalSha(ctx, s.client, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = script.Eval(ctx, s.client, keys, args...)
-	}
-	return replyOf(cmd)
-}
-
-// evalOnce runs the script as eval does, inside MULTI/EXEC, so that it runs at most once.
-// go-redis sends a single command, or a pipeline, again when its connection fails after the
-// write (io.EOF, a timeout), although the server may have run it; a transaction it sends
-// again only when its EXEC cannot have run: the write failed (the EXEC never arrived
-// whole), or EXEC was refused (a Cluster's MOVED, ASK, TRYAGAIN or CLUSTERDOWN, which
-// discard the transaction). A reply that fails after the write ends the call with an
-// error, whether or not the server ran it. A script the server lacks fails at EXEC without
-// running (NOSCRIPT), so sending it again as EVAL is safe.
-func (s *Store) evalOnce(ctx context.Context, script *redis.Script, keys []string, args []any) (reply, error) {
-	tx := s.client.TxPipeline()
-	cmd := script.EvalSha(ctx, tx, keys, args...)
-	tx.Exec(ctx) // cmd keeps its own error
-	if isNoScript(cmd.Err()) {
-		tx = s.client.TxPipeline()
-		cmd = script.Eval(ctx, tx, keys, args...)
-		tx.Exec(ctx)
 	}
 	return replyOf(cmd)
 }
