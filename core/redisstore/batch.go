@@ -358,28 +358,36 @@ func hashTag(key string) string {
 // or not the server ran them. A script the server lacks fails at EXEC without running
 // (NOSCRIPT) while the others run, so those calls go again as EVAL in a second one.
 func (s *Store) txAll(ctx context.Context, calls []*call) {
-	cmds := make([]*redis.Cmd, len(calls))
-	tx := s.client.TxPipeline()
+	cmds := scripts(ctx, s.client.TxPipeline, calls)
 	for i, c := range calls {
-		cmds[i] = c.script.EvalSha(ctx, tx, c.keys(), c.args...)
+		c.v, c.err = replyOf(cmds[i])
 	}
-	tx.Exec(ctx) // each command keeps its own error
+}
+
+// scripts runs each call's script in a pipeline that pipe makes (a plain one, or a
+// transaction), then, in a second, as EVAL, those whose script the server lacked, if
+// their callers still wait.
+func scripts(ctx context.Context, pipe func() redis.Pipeliner, calls []*call) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	p := pipe()
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, p, c.keys(), c.args...)
+	}
+	p.Exec(ctx) // each command keeps its own error
 	var again []int
 	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
+		if isNoScript(cmd.Err()) && waited(calls[i]) {
 			again = append(again, i)
 		}
 	}
 	if len(again) > 0 {
-		tx = s.client.TxPipeline()
+		p = pipe()
 		for _, i := range again {
-			cmds[i] = calls[i].script.Eval(ctx, tx, calls[i].keys(), calls[i].args...)
+			cmds[i] = calls[i].script.Eval(ctx, p, calls[i].keys(), calls[i].args...)
 		}
-		tx.Exec(ctx)
+		p.Exec(ctx)
 	}
-	for i, c := range calls {
-		c.v, c.err = replyOf(cmds[i])
-	}
+	return cmds
 }
 
 // send runs a batch and answers each call. A call whose deadline has passed or whose
@@ -443,26 +451,7 @@ func (s *Store) send(batch []*call) {
 // for a passing state (a replica that was a master, a loading or failing-over server),
 // alone, where go-redis retries them as it would any single command.
 func (s *Store) evalAll(ctx context.Context, batch []*call) {
-	cmds := make([]*redis.Cmd, len(batch))
-	pipe := s.client.Pipeline()
-	for i, c := range batch {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys(), c.args...)
-	}
-	pipe.Exec(ctx) // each command keeps its own error
-	var again []int
-	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) && waited(batch[i]) {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		pipe = s.client.Pipeline()
-		for _, i := range again {
-			c := batch[i]
-			cmds[i] = c.script.Eval(ctx, pipe, c.keys(), c.args...)
-		}
-		pipe.Exec(ctx)
-	}
+	cmds := scripts(ctx, s.client.Pipeline, batch)
 	for i, c := range batch {
 		if notRun(cmds[i].Err()) && waited(c) {
 			c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
