@@ -24,8 +24,9 @@ import (
 
 func newRouter() *chi.Mux {
 	r := chi.NewRouter()
-	// Router-wide: 100 a minute per client and route, the route found before routing.
-	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
+	// Router-wide: 100 a minute per client and route, the route found before routing;
+	// requests with an issued token on /api/data are counted by their plan alone.
+	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r)), core.WithSkip(planned)))
 	hello := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") }
 	r.With(nethttp.Limit(3, time.Minute)).Get("/user/test", hello)
 	r.With(nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))).Get("/search", hello)
@@ -71,13 +72,29 @@ func token(r core.Request) (string, error) {
 // token's text, which the client chooses.
 func plan(r core.Request) string { return issued[r.Header("X-API-Token")] }
 
+// planned reports whether a request is on /api/data with an issued token: its plan's
+// limit is its whole limit there (100 a minute for pro tokens, none for internal ones),
+// which the router-wide limit must not cap.
+func planned(r core.Request) bool { return r.Route() == "/api/data" && plan(r) != "" }
+
 // plans are the policies of the plans other than the free one.
 var plans = map[string]string{"pro": "100/1m", "internal": "unlimited"}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	flag.Parse()
-	srv := &http.Server{Addr: *addr, Handler: newRouter(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(*addr, newRouter())
 	log.Printf("listening on http://%s", *addr)
 	log.Fatal(srv.ListenAndServe())
+}
+
+// newServer serves h on addr with a bound on each stage of a connection: a client that
+// sends its request slowly, or idles on a kept-alive connection, would otherwise hold it
+// as long as it likes, and a limit only sees a request once it is read.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	}
 }

@@ -134,3 +134,6 @@ func TestRealIPBeforeTheLimit(t *testing.T) {
 		t.Errorf("limit before RealIP: %d of 5 requests with forged X-Real-IP admitted by 1/1m, want 1", n)
 	}
 }
+
+// The server the app runs bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }

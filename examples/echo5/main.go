@@ -70,7 +70,18 @@ var plans = map[string]string{"pro": "100/1m", "internal": "unlimited"}
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	flag.Parse()
-	srv := &http.Server{Addr: *addr, Handler: newEcho(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(*addr, newEcho())
 	log.Printf("listening on http://%s", *addr)
 	log.Fatal(srv.ListenAndServe())
+}
+
+// newServer serves h on addr with a bound on each stage of a connection: a client that
+// sends its request slowly, or idles on a kept-alive connection, would otherwise hold it
+// as long as it likes, and a limit only sees a request once it is read.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	}
 }

@@ -22,7 +22,13 @@ func newApp() *fiber.App {
 	// one, see docs/operations.md: a single-address ProxyHeader (X-Real-IP) with
 	// EnableTrustedProxyCheck and TrustedProxies, or core.WithTrustedProxies for
 	// X-Forwarded-For.
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app := fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		// A bound on each stage of a connection: a client that sends its request slowly,
+		// or idles on a kept-alive connection, would otherwise hold it as long as it
+		// likes, and a limit only sees a request once it is read.
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	})
 	hello := func(c *fiber.Ctx) error { return c.SendString("hello\n") }
 	// Limits go on each route: under app.Use, Fiber cannot tell routes apart.
 	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), hello)

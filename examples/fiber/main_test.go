@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -39,3 +40,9 @@ func TestLogin(t *testing.T) {
 
 // issue adds token to the tokens the application issued.
 func issue(token, plan string) { issued[token] = plan }
+
+// The app bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) {
+	c := newApp().Config()
+	exampletest.CheckTimeouts(t, map[string]time.Duration{"ReadTimeout": c.ReadTimeout, "WriteTimeout": c.WriteTimeout, "IdleTimeout": c.IdleTimeout})
+}

@@ -21,7 +21,12 @@ func newApp() *fiber.App {
 	// Not behind a proxy: no TrustProxy, so fiberlimit uses the connection's peer. Behind
 	// one, set TrustProxy, TrustProxyConfig.Proxies and ProxyHeader (X-Forwarded-For or
 	// X-Real-IP), or use core.WithTrustedProxies; see the fiberlimit/v3 package doc.
-	app := fiber.New()
+	app := fiber.New(fiber.Config{
+		// A bound on each stage of a connection: a client that sends its request slowly,
+		// or idles on a kept-alive connection, would otherwise hold it as long as it
+		// likes, and a limit only sees a request once it is read.
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	})
 	hello := func(c fiber.Ctx) error { return c.SendString("hello\n") }
 	// Limits go on each route: under app.Use, which runs before routing, Fiber cannot
 	// tell routes apart.

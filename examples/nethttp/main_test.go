@@ -15,3 +15,6 @@ func TestLogin(t *testing.T) {
 
 // issue adds token to the tokens the application issued.
 func issue(token, plan string) { issued[token] = plan }
+
+// The server the app runs bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }

@@ -64,7 +64,18 @@ func main() {
 		ContextTimeoutEnabled: true, // the store's per-call deadline then bounds the socket too
 	})
 	defer rdb.Close()
-	srv := &http.Server{Addr: *addr, Handler: newRouter(rdb), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(*addr, newRouter(rdb))
 	log.Printf("listening on http://%s, limits shared through the cluster at %s", *addr, *nodes)
 	log.Fatal(srv.ListenAndServe())
+}
+
+// newServer serves h on addr with a bound on each stage of a connection: a client that
+// sends its request slowly, or idles on a kept-alive connection, would otherwise hold it
+// as long as it likes, and a limit only sees a request once it is read.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	}
 }

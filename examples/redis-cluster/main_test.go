@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/reqlimit/reqlimit/core/redisstore"
+	"github.com/reqlimit/reqlimit/internal/exampletest"
 	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
@@ -44,3 +45,6 @@ func TestInstancesShareTheLimit(t *testing.T) {
 		t.Fatalf("another route: status %d", w.Code)
 	}
 }
+
+// The server the app runs bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }

@@ -116,12 +116,15 @@ func Check(t *testing.T, get Send, issue func(token, plan string)) {
 	if code, _ := get(t, "/api/data", "X-API-Token", "internal-"+NextRemote()); code != 429 {
 		t.Fatalf("a made-up internal- token from the spent IP: status %d, want 429", code)
 	}
-	for i := 1; i <= 11; i++ {
-		if code, _ := get(t, "/api/data", "X-API-Token", pro); code != 200 {
-			t.Fatalf("pro token's request %d: status %d, want 200 (100 a minute)", i, code)
+	for i := 1; i <= 101; i++ {
+		want := map[bool]int{true: 429, false: 200}[i == 101]
+		if code, _ := get(t, "/api/data", "X-API-Token", pro); code != want {
+			t.Fatalf("pro token's request %d: status %d, want %d (100 a minute)", i, code, want)
 		}
 	}
-	for i := 1; i <= 40; i++ { // not above 100: chi's app-wide limit counts these too
+	// Past any app-wide limit of 100 a minute per client and route (chi's): a plan is the
+	// token's whole limit.
+	for i := 1; i <= 120; i++ {
 		if code, _ := get(t, "/api/data", "X-API-Token", internal); code != 200 {
 			t.Fatalf("internal token's request %d: status %d, want 200 (unlimited)", i, code)
 		}
@@ -187,3 +190,22 @@ func CheckLoginFasthttp(t *testing.T, handler fasthttp.RequestHandler, password 
 }
 
 func loginForm(password string) string { return url.Values{"password": {password}}.Encode() }
+
+// CheckTimeouts fails t for each timeout that is not set: without it a client holds a
+// connection at that stage (sending its request slowly, idling between requests) as long
+// as it likes, and a limit only sees a request once it is read.
+func CheckTimeouts(t *testing.T, timeouts map[string]time.Duration) {
+	t.Helper()
+	for name, d := range timeouts {
+		if d <= 0 {
+			t.Errorf("the server's %s is %v: a client can hold a connection at that stage forever", name, d)
+		}
+	}
+}
+
+// CheckServer is CheckTimeouts for a net/http server.
+func CheckServer(t *testing.T, srv *http.Server) {
+	t.Helper()
+	CheckTimeouts(t, map[string]time.Duration{"ReadHeaderTimeout": srv.ReadHeaderTimeout,
+		"ReadTimeout": srv.ReadTimeout, "WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout})
+}

@@ -52,7 +52,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(*addr, mux)
 	go func() {
 		<-ctx.Done()
 		srv.Shutdown(context.Background())
@@ -64,5 +64,16 @@ func main() {
 	// Shutdown exports what the last interval recorded.
 	if err := mp.Shutdown(context.Background()); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// newServer serves h on addr with a bound on each stage of a connection: a client that
+// sends its request slowly, or idles on a kept-alive connection, would otherwise hold it
+// as long as it likes, and a limit only sees a request once it is read.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 	}
 }

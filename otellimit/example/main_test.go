@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/exampletest"
 )
 
 // exported is the part of stdoutmetric's JSON the test reads.
@@ -97,3 +99,6 @@ func TestExportShowsTheDecisions(t *testing.T) {
 		t.Errorf("exported %v, want %v", got, want)
 	}
 }
+
+// The server the app runs bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }

@@ -40,7 +40,18 @@ func main() {
 	// the process-wide default instead.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := &http.Server{Addr: *addr, Handler: newMux(reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(*addr, newMux(reg))
 	log.Printf("listening on http://%s, metrics on http://%s/metrics", *addr, *addr)
 	log.Fatal(srv.ListenAndServe())
+}
+
+// newServer serves h on addr with a bound on each stage of a connection: a client that
+// sends its request slowly, or idles on a kept-alive connection, would otherwise hold it
+// as long as it likes, and a limit only sees a request once it is read.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reqlimit/reqlimit/internal/exampletest"
 )
 
 // TestMetricsShowTheDecisions runs the app on a loopback server and reads /metrics as
@@ -68,3 +70,6 @@ func TestMetricsShowTheDecisions(t *testing.T) {
 		t.Logf("/metrics:\n%s", metrics)
 	}
 }
+
+// The server the app runs bounds every stage of a connection.
+func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }
