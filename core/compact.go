@@ -60,7 +60,8 @@ func (c *unitClock) floor(ns int64) int64 {
 		return floorDiv(ns, c.u)
 	}
 	q, _ := bits.Mul64(uint64(ns), c.magic) // q is floor(ns/u) or one less
-	if int64(q+1)*c.u <= ns {
+	// Unsigned: within u of MaxInt64 the product exceeds it.
+	if (q+1)*uint64(c.u) <= uint64(ns) {
 		q++
 	}
 	return int64(q)
@@ -215,5 +216,6 @@ func (p *Policy) idleCompact(s []int64, now int64) bool {
 	N := p.rates[0].Count
 	base, log := compactLog(s, N)
 	v := log[N-1]
-	return v == 0 || (*base+int64(v)-1+p.units.span)*p.units.u <= now
+	// In units, not nanoseconds: within a period of MaxInt64 the product would wrap.
+	return v == 0 || *base+int64(v)-1+p.units.span <= p.units.floor(now)
 }

@@ -293,6 +293,20 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 	}
 }
 
+// keyClock returns now held forward to the newest time state s recorded (an exact
+// rate's newest grant, a bounded rate's last decision), as apply holds it: the key's
+// clock never runs backwards, whatever the store's does.
+func (p *Policy) keyClock(s []int64, now int64) int64 {
+	L := p.logLen
+	if L > 0 {
+		now = max(now, s[1+back(int(s[0]), 1, L)])
+	}
+	for j := range p.bounded {
+		now = max(now, s[1+L+j*boundedLen+bLast])
+	}
+	return now
+}
+
 // idle reports whether a key with state s holds no grant that any window still counts at
 // time now, so that dropping the state cannot change a later decision.
 func (p *Policy) idle(s []int64, now int64) bool {
@@ -305,7 +319,7 @@ func (p *Policy) idle(s []int64, now int64) bool {
 	for j, ri := range p.bounded {
 		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
 		r := p.rates[ri]
-		if b[bSum] > 0 && (b[bNewest]+1)*p.gran[ri]+int64(r.Period) > now {
+		if b[bSum] > 0 && (b[bNewest]+1)*p.gran[ri] > now-int64(r.Period) { // no sum past MaxInt64
 			return false
 		}
 	}

@@ -258,21 +258,29 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	mu.Lock()
 	if atomic.LoadInt64(&s[0]) != sweptHash {
 		// Read under the key's lock: every grant the reset forgets was decided before,
-		// on an earlier reading, so none is later than this one.
-		t.fence(h, m.now())
+		// on an earlier reading, and recorded no later than the key's clock then.
+		t.fence(h, m.now(), s[2:])
 		t.reset(s[2:])
 	}
 	mu.Unlock()
 	return nil
 }
 
-// fence records that the reset of key h at now forgot every grant up to now. Fences
-// older than the longest period are dropped: a grant that old is out of every window.
-func (t *keyTable) fence(h uint64, now int64) {
-	at := now
+// fence records that the reset at now of key h, whose state is s, forgot every grant up
+// to the key's clock: now, or later if the key recorded later times (the store's clock
+// stepped back), as a grant it forgot may carry. Fences older than the longest period are
+// dropped: a grant that old is out of every window.
+func (t *keyTable) fence(h uint64, now int64, s []int64) {
+	var at int64
 	if t.compact {
 		c := &t.policy.units
 		at = c.ceil(now, c.floor(now))
+		N := t.policy.rates[0].Count
+		if base, log := compactLog(s, N); log[N-1] != 0 {
+			at = max(at, *base+int64(log[N-1])-1) // the newest grant's unit
+		}
+	} else {
+		at = t.policy.keyClock(s, now)
 	}
 	t.fenceMu.Lock()
 	defer t.fenceMu.Unlock()
@@ -297,7 +305,9 @@ func (t *keyTable) fenceGone(f, now int64) bool {
 	if t.compact {
 		f *= t.policy.units.u
 	}
-	return now-f > 2*int64(t.policy.longest)
+	longest := int64(t.policy.longest)
+	d := now - f
+	return d > longest && d-longest > longest // d > 2*longest, which may not fit an int64
 }
 
 // fencedOut reports whether grant was made before a reset of key h, which forgot it.

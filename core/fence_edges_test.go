@@ -1,0 +1,151 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
+)
+
+// A reset's fence stays until it is twice the longest period old, also for the longest
+// period a rate may have (1<<62 ns), where twice the period does not fit an int64: every
+// fence was dropped at the first prune, and a release of a grant the reset forgot took
+// away a grant made after the reset.
+func TestFenceSurvivesPruneAtTheLongestPeriod(t *testing.T) {
+	for _, period := range []time.Duration{1 << 61, core.MaxPeriodForTest} {
+		t.Run(period.String(), func(t *testing.T) { fenceSurvivesPrune(t, period) })
+	}
+}
+
+func fenceSurvivesPrune(t *testing.T, period time.Duration) {
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+	p := mustPolicy(core.Rate{Count: 300, Period: period}) // bounded: grants found by bucket
+	ctx := context.Background()
+	q := core.Query{Policy: p, Scope: "s", Key: "alice"}
+	clock.Advance(time.Second)
+	first, err := s.Decide(ctx, q)
+	if err != nil || !first.Allowed {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	clock.Advance(time.Second)
+	if err := s.Reset(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	// 300 grants after the reset.
+	for i := range 300 {
+		clock.Advance(time.Millisecond)
+		if d, _ := s.Decide(ctx, q); !d.Allowed {
+			t.Fatalf("grant %d after the reset refused: %+v", i, d)
+		}
+	}
+	// Other keys' resets, enough for a prune of the fences (64), one second later.
+	clock.Advance(time.Second)
+	for i := range 70 {
+		o := core.Query{Policy: p, Scope: "s", Key: fmt.Sprint("other-", i)}
+		s.Decide(ctx, o)
+		if err := s.Reset(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The request in flight across the reset gives its grant back (WithCountWhen).
+	if err := s.Release(ctx, q, first.Grant); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Decide(ctx, q); d.Allowed {
+		t.Fatalf("300 grants since the reset, within seconds, and one more admitted for 300 per %v: the reset's fence was pruned (fenceGone's 2*longest overflowed)", p.Rates()[0].Period)
+	}
+}
+
+// A reset fences at the key's own clock, the newest time it recorded, where the store's
+// clock has stepped back behind it (MemoryConfig.Now of a wall clock without a monotonic
+// reading, stepped back by NTP): fenced at the store's reading, a grant in flight across
+// the reset was given back out of the grants made after it. "Time never runs backwards
+// for a key" (docs/algorithm.md).
+func TestFenceAfterTheClockStepsBack(t *testing.T) {
+	for _, c := range []struct {
+		policy  string
+		step    time.Duration // between the grants after the reset
+		compact bool
+	}{
+		{"300/1h", time.Millisecond, false}, // bounded: found by its bucket (36 s)
+		{"5/15m", 0, false},                 // exact: found by its time (a coarse clock)
+		{"5/15m", 0, true},                  // compact: found by its unit
+	} {
+		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
+			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
+			p := mustParse(c.policy)
+			n := p.Rates()[0].Count
+			ctx := context.Background()
+			q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+			clock.Advance(10 * time.Second)
+			first, err := s.Decide(ctx, q) // held by a request in flight
+			if err != nil || !first.Allowed {
+				t.Fatalf("first: %+v %v", first, err)
+			}
+			clock.Advance(-time.Millisecond) // the clock is stepped back 1 ms
+			if err := s.Reset(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Millisecond)
+			for i := range n {
+				if d, _ := s.Decide(ctx, q); !d.Allowed {
+					t.Fatalf("grant %d after the reset refused: %+v", i, d)
+				}
+				clock.Advance(c.step)
+			}
+			if err := s.Release(ctx, q, first.Grant); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := s.Decide(ctx, q); d.Allowed {
+				t.Fatalf("%s: %d grants since the reset within %v, then one more admitted: releasing the grant the reset forgot gave back a later one (fence %v older than the grant)",
+					c.policy, n, time.Duration(n)*c.step, time.Millisecond)
+			}
+		})
+	}
+}
+
+// A store clock that has run far from the store's first reading (the store counts
+// nanoseconds from it in an int64): a key whose grants are all in the window is not idle,
+// also within a period of MaxInt64 ns, where "the newest grant's end plus T" overflowed
+// and a sweep dropped a bounded or compact key, granting its quota again.
+func TestSweepNearTheEndOfTheClockKeepsGrants(t *testing.T) {
+	for _, c := range []struct {
+		policy  string
+		compact bool
+	}{
+		{"5/1h", false}, // exact: control, passes
+		{"300/1h", false},
+		{"5/1h", true},
+	} {
+		name := c.policy
+		if c.compact {
+			name += "/compact"
+		}
+		t.Run(name, func(t *testing.T) {
+			start := time.Unix(1_700_000_000, 0)
+			clock := storetest.NewManualClock(start)
+			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
+			clock.Advance(time.Duration(math.MaxInt64 - int64(30*time.Minute)))
+			p := mustParse(c.policy)
+			n := p.Rates()[0].Count
+			ctx := context.Background()
+			q := core.Query{Policy: p, Key: "k"}
+			for i := range n {
+				if d, _ := s.Decide(ctx, q); !d.Allowed {
+					t.Fatalf("grant %d refused: %+v", i, d)
+				}
+			}
+			clock.Advance(time.Second)
+			core.SweepNow(s)
+			if d, _ := s.Decide(ctx, q); d.Allowed {
+				t.Fatalf("%d grants 1 s ago, a sweep, and one more admitted for %s: the key was swept as idle", n, c.policy)
+			}
+		})
+	}
+}
