@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
@@ -24,27 +25,8 @@ func TestQuotaResetsEveryEntryOfOneNew(t *testing.T) {
 	ic := grpclimit.Must(map[string]string{check: "1/1m", emptyCall: "2/1m"},
 		fresh(), core.WithScope("auth"), core.WithKey(core.KeyByHeader("user")), core.WithQuota(&q))
 	conn := limited(t, ic)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "user", "alice")
-	call := func(method string) codes.Code {
-		var err error
-		if method == check {
-			_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-		} else {
-			_, err = testpb.NewTestServiceClient(conn).EmptyCall(ctx, &testpb.Empty{})
-		}
-		return status.Code(err)
-	}
-	for method, n := range map[string]int{check: 1, emptyCall: 2} {
-		for i := range n + 1 {
-			want := codes.OK
-			if i == n {
-				want = codes.ResourceExhausted
-			}
-			if got := call(method); got != want {
-				t.Fatalf("%s call %d: %v, want %v", method, i+1, got, want)
-			}
-		}
-	}
+	call := aliceCalls(conn)
+	spend(t, call)
 	if err := q.Reset(context.Background(), "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +57,24 @@ func TestQuotaOfAResetOnlyNewReachesEveryEntry(t *testing.T) {
 		}
 	}()
 
+	call := aliceCalls(conn)
+	spend(t, call)
+	runtime.GC()
+	runtime.GC()
+	if err := q.Reset(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{check, emptyCall} {
+		if got := call(method); got != codes.OK {
+			t.Errorf("after a GC and Quota.Reset(\"alice\"): %s refused (%v); the Quota lost this entry of its New", method, got)
+		}
+	}
+}
+
+// aliceCalls returns a function calling Check or EmptyCall on conn as user alice.
+func aliceCalls(conn *grpc.ClientConn) func(method string) codes.Code {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "user", "alice")
-	call := func(method string) codes.Code {
+	return func(method string) codes.Code {
 		var err error
 		if method == check {
 			_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
@@ -85,6 +83,11 @@ func TestQuotaOfAResetOnlyNewReachesEveryEntry(t *testing.T) {
 		}
 		return status.Code(err)
 	}
+}
+
+// spend calls Check past its 1/1m and EmptyCall past its 2/1m, wanting the last refused.
+func spend(t *testing.T, call func(method string) codes.Code) {
+	t.Helper()
 	for method, n := range map[string]int{check: 1, emptyCall: 2} {
 		for i := range n + 1 {
 			want := codes.OK
@@ -94,16 +97,6 @@ func TestQuotaOfAResetOnlyNewReachesEveryEntry(t *testing.T) {
 			if got := call(method); got != want {
 				t.Fatalf("%s call %d: %v, want %v", method, i+1, got, want)
 			}
-		}
-	}
-	runtime.GC()
-	runtime.GC()
-	if err := q.Reset(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
-	}
-	for _, method := range []string{check, emptyCall} {
-		if got := call(method); got != codes.OK {
-			t.Errorf("after a GC and Quota.Reset(\"alice\"): %s refused (%v); the Quota lost this entry of its New", method, got)
 		}
 	}
 }
