@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/fiberlimit"
@@ -29,6 +30,8 @@ func newApp() *fiber.App {
 		// likes, and a limit only sees a request once it is read.
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 	})
+	// fasthttp does not recover a handler's panic: without this, one would end the process.
+	app.Use(recover.New())
 	hello := func(c *fiber.Ctx) error { return c.SendString("hello\n") }
 	// Limits go on each route: under app.Use, Fiber cannot tell routes apart.
 	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), hello)

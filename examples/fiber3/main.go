@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/recover"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/fiberlimit/v3"
@@ -27,6 +28,8 @@ func newApp() *fiber.App {
 		// likes, and a limit only sees a request once it is read.
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 	})
+	// fasthttp does not recover a handler's panic: without this, one would end the process.
+	app.Use(recover.New())
 	hello := func(c fiber.Ctx) error { return c.SendString("hello\n") }
 	// Limits go on each route: under app.Use, which runs before routing, Fiber cannot
 	// tell routes apart.

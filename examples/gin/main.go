@@ -19,6 +19,7 @@ import (
 )
 
 func newRouter() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode) // debug mode's logging is for development
 	r := gin.New()
 	r.Use(gin.Recovery())
 	// Not behind a proxy: trust none, so that c.ClientIP() cannot be forged either.
