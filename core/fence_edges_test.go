@@ -149,3 +149,51 @@ func TestSweepNearTheEndOfTheClockKeepsGrants(t *testing.T) {
 		})
 	}
 }
+
+// A second reset of a key at a store clock stepped back below the first reset's fence
+// keeps the first fence: lowered, it let through a grant the first reset forgot, whose
+// release gave back a grant made after both resets at the same time, one request more than
+// the limit since the last reset.
+func TestASecondResetNeverLowersTheFence(t *testing.T) {
+	for _, c := range []struct {
+		policy  string
+		compact bool
+	}{
+		{"300/1h", false}, // bounded: found by its bucket
+		{"5/15m", false},  // exact: found by its time
+		{"5/15m", true},   // compact: found by its unit
+	} {
+		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
+			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
+			p := mustParse(c.policy)
+			n := p.Rates()[0].Count
+			ctx := context.Background()
+			q := core.Query{Policy: p, Scope: "login", Key: "alice"}
+			clock.Advance(10 * time.Second)
+			first, err := s.Decide(ctx, q) // held by a request in flight
+			if err != nil || !first.Allowed {
+				t.Fatalf("first: %+v %v", first, err)
+			}
+			if err := s.Reset(ctx, q); err != nil { // fence at first's time
+				t.Fatal(err)
+			}
+			clock.Advance(-time.Second)             // the clock is stepped back
+			if err := s.Reset(ctx, q); err != nil { // fence replaced, a second earlier
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second) // and forward again, to first's time
+			for i := range n {
+				if d, _ := s.Decide(ctx, q); !d.Allowed {
+					t.Fatalf("grant %d after the resets refused: %+v", i, d)
+				}
+			}
+			if err := s.Release(ctx, q, first.Grant); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := s.Decide(ctx, q); d.Allowed {
+				t.Fatalf("%d grants since the last reset at one instant, then one more admitted: the release of a grant the first reset forgot gave back a later one (the second reset lowered the fence)", n)
+			}
+		})
+	}
+}

@@ -296,7 +296,11 @@ func (t *keyTable) fence(h uint64, now int64, s []int64) {
 		}
 		t.fencePrune = 2 * len(t.fences)
 	}
-	t.fences[h] = at
+	// Never back: a second reset at a clock that stepped back would let through a grant
+	// the first forgot.
+	if f, ok := t.fences[h]; !ok || at > f {
+		t.fences[h] = at
+	}
 	t.fenced.Store(true)
 }
 
