@@ -179,7 +179,7 @@ func TestASecondResetNeverLowersTheFence(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(-time.Second)             // the clock is stepped back
-			if err := s.Reset(ctx, q); err != nil { // fence replaced, a second earlier
+			if err := s.Reset(ctx, q); err != nil { // at a second earlier: the fence stays
 				t.Fatal(err)
 			}
 			clock.Advance(time.Second) // and forward again, to first's time
