@@ -239,6 +239,12 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 		return q.Key
 	}
 	if err != nil {
+		if cerr := q.Policy.checkCost(q.Cost); cerr != nil {
+			// A store that failed before it checked the cost: too costly all the same,
+			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
+			*v = l.tooCostly(requestContext(ctx, in), q, in.Route, cerr)
+			return q.Key
+		}
 		*v = l.failed(requestContext(ctx, in), q, in.Route, err, took)
 		return q.Key
 	}

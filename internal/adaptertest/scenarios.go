@@ -342,6 +342,24 @@ var Scenarios = []Scenario{
 		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 429, Header: map[string]string{"Retry-After": "1"}}),
 	},
 	{
+		// A request costing more than the limit is refused with 413 however the store
+		// fails and whatever the fail mode: it could never be admitted, and FailOpen or
+		// FailLocal would otherwise let it through uncounted.
+		Name: "cost-above-the-limit-refused-when-the-store-fails",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			five := core.WithCost(func(core.Request) int { return 5 })
+			route := func(path string, m core.FailMode) Route {
+				return Route{Path: path, Limits: []Limit{perMinute(2, core.WithStore(FailingStore{}), core.WithFailMode(m), five, p.ErrorHook())}}
+			}
+			return App{Routes: []Route{route("/open", core.FailOpen), route("/closed", core.FailClosed), route("/local", core.FailLocal)}}
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/open"}, Status: 413, Header: map[string]string{"Retry-After": ""}},
+			Step{Request: Request{Path: "/closed"}, Status: 413, Header: map[string]string{"Retry-After": ""}},
+			Step{Request: Request{Path: "/local"}, Status: 413, Header: map[string]string{"Retry-After": ""}},
+		),
+	},
+	{
 		Name: "store-error-fail-closed-503",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(503), p.ErrorHook()))
