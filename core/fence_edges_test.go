@@ -77,17 +77,9 @@ func TestFenceAfterTheClockStepsBack(t *testing.T) {
 		{"5/15m", 0, true},                  // compact: found by its unit
 	} {
 		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
-			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
-			p := mustParse(c.policy)
-			n := p.Rates()[0].Count
+			clock, s, q, first := grantInFlight(t, c.policy, c.compact)
+			n := q.Policy.Rates()[0].Count
 			ctx := context.Background()
-			q := core.Query{Policy: p, Scope: "login", Key: "alice"}
-			clock.Advance(10 * time.Second)
-			first, err := s.Decide(ctx, q) // held by a request in flight
-			if err != nil || !first.Allowed {
-				t.Fatalf("first: %+v %v", first, err)
-			}
 			clock.Advance(-time.Millisecond) // the clock is stepped back 1 ms
 			if err := s.Reset(ctx, q); err != nil {
 				t.Fatal(err)
@@ -164,17 +156,9 @@ func TestASecondResetNeverLowersTheFence(t *testing.T) {
 		{"5/15m", true},   // compact: found by its unit
 	} {
 		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
-			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
-			p := mustParse(c.policy)
-			n := p.Rates()[0].Count
+			clock, s, q, first := grantInFlight(t, c.policy, c.compact)
+			n := q.Policy.Rates()[0].Count
 			ctx := context.Background()
-			q := core.Query{Policy: p, Scope: "login", Key: "alice"}
-			clock.Advance(10 * time.Second)
-			first, err := s.Decide(ctx, q) // held by a request in flight
-			if err != nil || !first.Allowed {
-				t.Fatalf("first: %+v %v", first, err)
-			}
 			if err := s.Reset(ctx, q); err != nil { // fence at first's time
 				t.Fatal(err)
 			}
@@ -196,4 +180,19 @@ func TestASecondResetNeverLowersTheFence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grantInFlight returns a store of policy on a clock that stands still, and the query and
+// the grant of a request still in flight on it, made 10 s in.
+func grantInFlight(t *testing.T, policy string, compact bool) (*storetest.ManualClock, *core.MemoryStore, core.Query, core.Decision) {
+	t.Helper()
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: compact})
+	q := core.Query{Policy: mustParse(policy), Scope: "login", Key: "alice"}
+	clock.Advance(10 * time.Second)
+	first, err := s.Decide(context.Background(), q)
+	if err != nil || !first.Allowed {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	return clock, s, q, first
 }

@@ -193,7 +193,7 @@ type truthShape struct {
 	n      int
 }
 
-func truthShapes(redisToo bool) []truthShape {
+func truthShapes() []truthShape {
 	s := []truthShape{
 		{"exact-3/1m", inMemory("3/1m", false), time.Minute, 3, true, 1, 60},
 		{"exact-5/7s", inMemory("5/7s", false), 7 * time.Second, 5, true, 1, 60},
@@ -215,25 +215,24 @@ func truthShapes(redisToo bool) []truthShape {
 		{"countwhen-cost-6/1m", inMemory("6/1m", false, core.WithCountWhen(core.Failed)), time.Minute, 6, false, 6, 60},
 		{"penalty-3/10s", inMemory("3/10s", false, core.WithPenalty()), 10 * time.Second, 3, false, 1, 60},
 	}
-	if redisToo {
-		s = append(s,
-			truthShape{"redis-exact-3/1m", onRedis("3/1m", false), time.Minute, 3, true, 1, 50},
-			truthShape{"redis-compact-3/1m", onRedis("3/1m", true), time.Minute, 3, false, 1, 50},
-			truthShape{"redis-several-5/1s,20/1m", onRedis("5/1s,20/1m", false), time.Second, 0, false, 1, 80},
-			truthShape{"redis-mixed-3/2s,300/1m", onRedis("3/2s,300/1m", false), 2 * time.Second, 0, false, 1, 60},
-			truthShape{"redis-cost-5/10s", onRedis("5/10s", false), 10 * time.Second, 5, false, 5, 50},
-			truthShape{"redis-cost-bounded-300/10s", onRedis("300/10s", false), 10 * time.Second / 100, 300, false, 300, 150},
-			truthShape{"redis-penalty-3/10s", onRedis("3/10s", false, core.WithPenalty()), 10 * time.Second, 3, false, 1, 50},
-			truthShape{"redis-deny-3/1m", onRedisWith("3/1m", false, true), time.Minute, 3, true, 1, 50},
-			truthShape{"redis-deny-several-5/1s,20/1m", onRedisWith("5/1s,20/1m", false, true), time.Second, 0, false, 1, 80},
-			truthShape{"redis-deny-compact-cost-6/1m", onRedisWith("6/1m", true, true), time.Minute, 6, false, 6, 60},
-			truthShape{"redis-sub-second-20/50ms", onRedis("20/50ms", false, core.WithShortPeriods()), 50 * time.Millisecond, 20, false, 1, 80},
-			truthShape{"redis-countwhen-3/1m", onRedis("3/1m", false, core.WithCountWhen(core.Failed)), time.Minute, 3, true, 1, 60},
-			truthShape{"redis-countwhen-compact-4/1m", onRedis("4/1m", true, core.WithCountWhen(core.Failed)), time.Minute, 4, false, 1, 60},
-			truthShape{"redis-countwhen-several-3/1s,6/1m", onRedis("3/1s,6/1m", false, core.WithCountWhen(core.Failed)), time.Second, 0, false, 1, 100},
-			truthShape{"redis-bounded-300/1m", onRedis("300/1m", false), time.Minute / 100, 300, false, 1, 400},
-		)
-	}
+	// On Redis.
+	s = append(s,
+		truthShape{"redis-exact-3/1m", onRedis("3/1m", false), time.Minute, 3, true, 1, 50},
+		truthShape{"redis-compact-3/1m", onRedis("3/1m", true), time.Minute, 3, false, 1, 50},
+		truthShape{"redis-several-5/1s,20/1m", onRedis("5/1s,20/1m", false), time.Second, 0, false, 1, 80},
+		truthShape{"redis-mixed-3/2s,300/1m", onRedis("3/2s,300/1m", false), 2 * time.Second, 0, false, 1, 60},
+		truthShape{"redis-cost-5/10s", onRedis("5/10s", false), 10 * time.Second, 5, false, 5, 50},
+		truthShape{"redis-cost-bounded-300/10s", onRedis("300/10s", false), 10 * time.Second / 100, 300, false, 300, 150},
+		truthShape{"redis-penalty-3/10s", onRedis("3/10s", false, core.WithPenalty()), 10 * time.Second, 3, false, 1, 50},
+		truthShape{"redis-deny-3/1m", onRedisWith("3/1m", false, true), time.Minute, 3, true, 1, 50},
+		truthShape{"redis-deny-several-5/1s,20/1m", onRedisWith("5/1s,20/1m", false, true), time.Second, 0, false, 1, 80},
+		truthShape{"redis-deny-compact-cost-6/1m", onRedisWith("6/1m", true, true), time.Minute, 6, false, 6, 60},
+		truthShape{"redis-sub-second-20/50ms", onRedis("20/50ms", false, core.WithShortPeriods()), 50 * time.Millisecond, 20, false, 1, 80},
+		truthShape{"redis-countwhen-3/1m", onRedis("3/1m", false, core.WithCountWhen(core.Failed)), time.Minute, 3, true, 1, 60},
+		truthShape{"redis-countwhen-compact-4/1m", onRedis("4/1m", true, core.WithCountWhen(core.Failed)), time.Minute, 4, false, 1, 60},
+		truthShape{"redis-countwhen-several-3/1s,6/1m", onRedis("3/1s,6/1m", false, core.WithCountWhen(core.Failed)), time.Second, 0, false, 1, 100},
+		truthShape{"redis-bounded-300/1m", onRedis("300/1m", false), time.Minute / 100, 300, false, 1, 400},
+	)
 	return s
 }
 
@@ -245,7 +244,7 @@ func truthShapes(redisToo bool) []truthShape {
 //   - within t-1 seconds no more than r more fit; for an exact single rate, r+1 fit at t.
 func TestFieldsTellTheTruth(t *testing.T) {
 	startTruthRedis(t)
-	for _, sh := range truthShapes(true) {
+	for _, sh := range truthShapes() {
 		t.Run(sh.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(len(sh.name)) * 7919))
 			reqs := arrivals(rng, sh.n, sh.T, sh.cost)
