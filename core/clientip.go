@@ -15,8 +15,12 @@ const unknownClient = "unknown"
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
-func (l *limiter) clientKey(peer string, r Request) string {
+// canonical is the input's Canonical: peer is netip's text of an address, "host:0".
+func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	if len(l.cfg.trusted) == 0 {
+		if canonical && len(peer) > len(":0") && peer[0] != '[' {
+			return peer[:len(peer)-len(":0")] // IPv4, formatted by netip: checked by construction
+		}
 		if host, ok := canonicalIPv4Host(peer); ok {
 			return host // the common case, decided in one pass without parsing into netip
 		}

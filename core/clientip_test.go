@@ -172,6 +172,29 @@ func TestRepeatedClientKeyDoesNotAllocate(t *testing.T) {
 
 // Keys remembered for one address are never another's: many more addresses than the
 // cache has slots, in several groupings, each key as netip formats it.
+// An adapter's cached peer string (Input.Canonical) keys its client as the address parsed
+// from any other spelling of it does: IPv4, IPv4-mapped, zoned and grouped IPv6 alike.
+func TestCanonicalPeerKeysAsParsed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	addrs := []netip.Addr{netip.MustParseAddr("0.0.0.0"), netip.MustParseAddr("255.255.255.255"),
+		netip.MustParseAddr("::ffff:192.0.2.1"), netip.MustParseAddr("fe80::1%eth0"), netip.MustParseAddr("::1")}
+	for range 2000 {
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:], rng.Uint64())
+		binary.BigEndian.PutUint64(b[8:], rng.Uint64())
+		addrs = append(addrs, netip.AddrFrom4([4]byte(b[:4])), netip.AddrFrom16(b))
+	}
+	for _, opt := range []core.Option{core.WithIPv6Prefix(64), core.WithIPv6Prefix(128), core.WithTrustedProxies("10.0.0.0/8")} {
+		l := limiter(t, opt)
+		for _, a := range addrs {
+			want := core.ClientKey(l, netip.AddrPortFrom(a, 443).String(), nil)
+			if got := core.CanonicalClientKey(l, adapter.PeerString(a)); got != want {
+				t.Fatalf("%v: cached peer %q keyed %q, parsed %q", a, adapter.PeerString(a), got, want)
+			}
+		}
+	}
+}
+
 func TestClientKeyCacheNeverMixesAddresses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, bits := range []int{48, 64, 128} {

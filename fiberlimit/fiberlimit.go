@@ -76,13 +76,13 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	frameworkIP := l.FrameworkIP()
 	return func(c *fiber.Ctx) error {
-		peer := adapter.PeerIP(c.Context().RemoteAddr())
+		peer, canonical := adapter.PeerIP(c.Context().RemoteAddr())
 		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
 			if a, ok := lastAddress(c, header); ok {
-				peer = adapter.PeerString(a)
+				peer, canonical = adapter.PeerString(a), true
 			}
 		}
-		in := adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}
+		in := adapter.Input{Route: c.Route().Path, Peer: peer, Canonical: canonical, Request: request{c}}
 		v := l.Check(c.UserContext(), in, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {

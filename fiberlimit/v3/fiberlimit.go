@@ -107,7 +107,8 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	// whole Config, and a handler nearly always serves one app, whose config is fixed.
 	var trust atomic.Pointer[proxyTrust]
 	return func(c fiber.Ctx) error {
-		in := adapter.Input{Route: route(c), Peer: clientIP(c, &trust)}
+		in := adapter.Input{Route: route(c)}
+		in.Peer, in.Canonical = clientIP(c, &trust)
 		// Fiber's own context is one pointer, boxed without allocating: given the request,
 		// core reads its context only where it needs it, since c.Context() costs a lookup
 		// (and a store, on first use). An application's custom context is boxed, which
@@ -167,9 +168,9 @@ func route(c fiber.Ctx) string {
 	return ""
 }
 
-// clientIP returns the request's client address as core reads it: the peer's, or the one
-// the app's trusted proxy forwarded.
-func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
+// clientIP returns the request's client address as core reads it (Input.Peer and
+// Input.Canonical): the peer's, or the one the app's trusted proxy forwarded.
+func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (peer string, canonical bool) {
 	addr := c.RequestCtx().RemoteAddr()
 	t := cache.Load()
 	if app := c.App(); t == nil || t.app != app {
@@ -178,7 +179,7 @@ func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
 	}
 	if t.header != "" && t.trustsPeer(addr) {
 		if a, ok := t.forwarded(&c.Request().Header); ok {
-			return adapter.PeerString(a)
+			return adapter.PeerString(a), true
 		}
 	}
 	return adapter.PeerIP(addr)

@@ -23,7 +23,8 @@ var HostOf = hook.HostOf
 // every connection.
 var peers hook.StringCache
 
-// PeerString returns a as an Input.Peer, "host:0", from the cache when it can.
+// PeerString returns a as an Input.Peer, "host:0", from the cache when it can. The
+// string is netip's: an Input carrying it sets Canonical.
 func PeerString(a netip.Addr) string {
 	a = a.Unmap().WithZone("")
 	return peers.Get(a, a.BitLen(), peerText)
@@ -31,19 +32,19 @@ func PeerString(a netip.Addr) string {
 
 func peerText(a netip.Addr, _ int) string { return netip.AddrPortFrom(a, 0).String() }
 
-// PeerIP returns a connection's peer as Input.Peer: a TCP peer (nearly all, and what
-// frameworks on fasthttp hand over) through PeerString; other kinds (unix sockets, test
-// pipes) as their String says; none, or an IP that is not an address, as "", an unknown
-// peer, which core keys to one shared bucket.
-func PeerIP(a net.Addr) string {
+// PeerIP returns a connection's peer as Input.Peer, and Input.Canonical: a TCP peer
+// (nearly all, and what frameworks on fasthttp hand over) through PeerString; other kinds
+// (unix sockets, test pipes) as their String says; none, or an IP that is not an address,
+// as "", an unknown peer, which core keys to one shared bucket.
+func PeerIP(a net.Addr) (peer string, canonical bool) {
 	switch a := a.(type) {
 	case *net.TCPAddr:
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
-			return PeerString(ip)
+			return PeerString(ip), true
 		}
-		return ""
+		return "", false
 	case nil:
-		return ""
+		return "", false
 	}
-	return a.String()
+	return a.String(), false
 }
