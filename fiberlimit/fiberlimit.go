@@ -52,6 +52,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/fastheader"
 )
 
 // Limit returns a handler that admits at most count requests per period, in any interval
@@ -141,7 +142,7 @@ func useFrameworkIP(app *fiber.App, optIn bool) (string, bool) {
 // header's bytes belong to the request: they are read in place, and only the parsed
 // address is kept.
 func lastAddress(c *fiber.Ctx, header string) (netip.Addr, bool) {
-	lines := c.Request().Header.PeekAll(header)
+	lines := fastheader.Lines(&c.Request().Header, header)
 	if len(lines) == 0 {
 		return netip.Addr{}, false
 	}
@@ -223,7 +224,7 @@ func (q request) RemoteAddr() string        { return q.c.Context().RemoteAddr().
 func (q request) Value(key any) any { return q.c.Locals(key) }
 
 func (q request) Headers(name string) []string {
-	raw := q.c.Request().Header.PeekAll(name)
+	raw := fastheader.Lines(&q.c.Request().Header, name)
 	out := make([]string, len(raw))
 	for i, b := range raw {
 		out[i] = string(b)

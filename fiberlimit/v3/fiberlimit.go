@@ -80,6 +80,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/fastheader"
 )
 
 // Limit returns a handler that admits at most count requests per period, in any interval
@@ -259,7 +260,7 @@ func (t *proxyTrust) trusts(a netip.Addr) bool {
 // the peer. A chain's leftmost entries are whatever the client sent: they count only when
 // every hop right of them is trusted.
 func (t *proxyTrust) forwarded(h *fasthttp.RequestHeader) (netip.Addr, bool) {
-	lines := h.PeekAll(t.header)
+	lines := fastheader.Lines(h, t.header)
 	if len(lines) == 0 {
 		return netip.Addr{}, false
 	}
@@ -356,7 +357,7 @@ func (q request[C]) RemoteAddr() string        { return q.c.RequestCtx().RemoteA
 func (q request[C]) Value(key any) any { return q.c.Locals(key) }
 
 func (q request[C]) Headers(name string) []string {
-	raw := q.c.Request().Header.PeekAll(name)
+	raw := fastheader.Lines(&q.c.Request().Header, name)
 	out := make([]string, len(raw))
 	for i, b := range raw {
 		out[i] = string(b)

@@ -1,0 +1,35 @@
+// Package fastheader reads request header fields for the adapters of frameworks built on
+// fasthttp (Fiber v2 and v3), which share its rules.
+package fastheader
+
+import (
+	"bytes"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Lines returns the lines of the request header field name, the request's own bytes, in
+// the order they came.
+//
+// fasthttp adds the fields of a chunked request's trailer to its header, after the
+// header's own lines, and refuses few names there (not Forwarded, CF-Connecting-IP or
+// True-Client-IP). A trusted proxy writes its client's address into the header, but
+// passes the trailer on as the client wrote it (Go's httputil.ReverseProxy does): a
+// trailer line must never be read as the proxy's. Lines keeps only as many lines as the
+// header as received held; a request built in code, never parsed, has no trailer.
+func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
+	lines := h.PeekAll(name)
+	if len(lines) == 0 || len(h.RawHeaders()) == 0 {
+		return lines
+	}
+	n, want := 0, unsafe.Slice(unsafe.StringData(name), len(name)) // only read
+	for k := range h.AllInOrder() {
+		if bytes.EqualFold(k, want) {
+			n++
+		}
+	}
+	// The trailer's lines are the last ones. Should an earlier handler have replaced the
+	// field, fewer may be left than arrived; never more than the header held.
+	return lines[:min(n, len(lines))]
+}
