@@ -234,11 +234,11 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 	} else {
 		v.Decision, err = l.store.Decide(ctx, q)
 	}
-	if errors.Is(err, ErrCostTooHigh) {
-		*v = l.tooCostly(requestContext(ctx, in), q, in.Route, err)
-		return q.Key
-	}
 	if err != nil {
+		if errors.Is(err, ErrCostTooHigh) {
+			*v = l.tooCostly(requestContext(ctx, in), q, in.Route, err)
+			return q.Key
+		}
 		if cerr := q.Policy.checkCost(q.Cost); cerr != nil {
 			// A store that failed before it checked the cost: too costly all the same,
 			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
