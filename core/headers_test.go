@@ -42,3 +42,54 @@ func TestRateLimitFieldTIsUntilTheQuotaGrows(t *testing.T) {
 		}
 	}
 }
+
+// fieldRecorder is a HeaderAdder that keeps every name it is given.
+type fieldRecorder struct {
+	h     http.Header
+	names map[string]bool
+}
+
+func (r *fieldRecorder) Set(name, value string)      { r.names[name] = true; r.h[name] = []string{value} }
+func (r *fieldRecorder) Add(name, value string)      { r.names[name] = true; r.h[name] = append(r.h[name], value) }
+func (r *fieldRecorder) Values(name string) []string { return r.h[name] }
+
+// Adapters may store the names core sets as they are (fasthttp's, without normalizing):
+// core sets only the Header constants, whatever the style, outcome or failure.
+func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
+	known := map[string]bool{adapter.HeaderRateLimitPolicy: true, adapter.HeaderRateLimit: true, adapter.HeaderRetryAfter: true,
+		adapter.HeaderLimit: true, adapter.HeaderRemaining: true, adapter.HeaderReset: true}
+	rec := &fieldRecorder{names: map[string]bool{}}
+	mem := func() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }
+	quiet := core.WithErrorHook(func(context.Context, error) {})
+	var limits []adapter.Limiter
+	for _, style := range []core.HeaderStyle{core.HeadersStandard, core.HeadersLegacy, core.HeadersBoth} {
+		styled := core.WithHeaders(style)
+		limits = append(limits,
+			adapter.Must(1, time.Hour, styled, mem()),
+			adapter.Must(1, time.Hour, styled, mem(), core.WithPartitionKey("0123456789abcdef")),
+			adapter.Must(1, time.Hour, styled, mem(), core.WithDryRun()),
+			adapter.Must(1, time.Hour, styled, mem(), core.WithCost(func(core.Request) int { return 2 }), quiet),
+			adapter.Must(1, time.Hour, styled, core.WithStore(downStore{}), core.WithFailMode(core.FailOpen), quiet),
+			adapter.Must(1, time.Hour, styled, core.WithStore(downStore{}), core.WithFailMode(core.FailClosed), quiet),
+			adapter.Must(1, time.Hour, styled, core.WithStore(downStore{}), core.WithFailMode(core.FailLocal), quiet))
+	}
+	in := adapter.Input{Route: "/r", Peer: "192.0.2.1:1", Request: fakeRequest{}}
+	for range 2 { // admitted, then refused
+		for i, l := range limits {
+			rec.h = http.Header{}
+			l.Check(context.Background(), in, rec)
+			// Stacked: a second limit of the same policy adds its members to the first's.
+			limits[(i+1)%len(limits)].Check(context.Background(), in, rec)
+		}
+	}
+	for name := range rec.names {
+		if !known[name] {
+			t.Errorf("core set the field %q, not one of the Header constants", name)
+		}
+	}
+	for name := range known {
+		if !rec.names[name] {
+			t.Errorf("no case set %q: the test no longer covers every field", name)
+		}
+	}
+}

@@ -179,17 +179,10 @@ func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{
 type header fasthttp.ResponseHeader
 
 func (h *header) Set(name, value string) {
-	rh := (*fasthttp.ResponseHeader)(h)
-	switch name {
-	case adapter.HeaderRateLimitPolicy, adapter.HeaderRateLimit, adapter.HeaderRetryAfter,
-		adapter.HeaderLimit, adapter.HeaderRemaining, adapter.HeaderReset:
-		// core's names are already in fasthttp's normalized form (TestHeaderNamesNormalized),
-		// which is also what it sends when normalizing is off: skip normalizing and copying
-		// the name, the larger part of setting a field.
-		rh.SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
-	default:
-		rh.Set(name, value)
-	}
+	// core sets only its own names, already in fasthttp's normalized form
+	// (TestHeaderNamesNormalized), which is also what it sends when normalizing is off:
+	// skip normalizing and copying the name, the larger part of setting a field.
+	(*fasthttp.ResponseHeader)(h).SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
 }
 
 // Values returns the field's lines, as transient strings: core only reads them at once.

@@ -49,7 +49,8 @@ type Verdict[D any] struct {
 // A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over
 // their framework's response, implement it. Values may be transient (formatted in a
 // buffer that is reused once Set returns): a HeaderSetter other than a HeaderMap must copy
-// what it keeps, as fasthttp does.
+// what it keeps, as fasthttp does. Names are only ever the Header constants below, so a
+// setter may store them as they are (TestFieldNamesAreTheHeaderConstants).
 type HeaderSetter interface {
 	Set(name, value string)
 }
