@@ -49,8 +49,11 @@ type fieldRecorder struct {
 	names map[string]bool
 }
 
-func (r *fieldRecorder) Set(name, value string)      { r.names[name] = true; r.h[name] = []string{value} }
-func (r *fieldRecorder) Add(name, value string)      { r.names[name] = true; r.h[name] = append(r.h[name], value) }
+func (r *fieldRecorder) Set(name, value string) { r.names[name] = true; r.h[name] = []string{value} }
+func (r *fieldRecorder) Add(name, value string) {
+	r.names[name] = true
+	r.h[name] = append(r.h[name], value)
+}
 func (r *fieldRecorder) Values(name string) []string { return r.h[name] }
 
 // Adapters may store the names core sets as they are (fasthttp's, without normalizing):
