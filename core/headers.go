@@ -95,19 +95,21 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 // fewerLeft reports whether a limit with remaining left until reset (unix seconds) binds
 // more than the one whose legacy fields h holds, if any: these fields hold one value each,
 // so where limits stack on a request the one with fewer left (then resetting later) must
-// stand, or Remaining would name room another limit lacks.
+// stand, or Remaining would name room another limit lacks. Where values can only be added
+// (gRPC metadata), each limit adds its own only when it binds more than the last: the last
+// value binds most.
 func fewerLeft(h hook.HeaderAdder, remaining int, reset int64) bool {
 	prev := h.Values(hook.HeaderRemaining)
 	if len(prev) == 0 {
 		return true
 	}
-	r, err := strconv.Atoi(prev[0])
+	r, err := strconv.Atoi(prev[len(prev)-1])
 	if err != nil || remaining != r {
 		return err != nil || remaining < r
 	}
 	var t int64
 	if v := h.Values(hook.HeaderReset); len(v) > 0 {
-		t, _ = strconv.ParseInt(v[0], 10, 64)
+		t, _ = strconv.ParseInt(v[len(v)-1], 10, 64)
 	}
 	return reset > t
 }

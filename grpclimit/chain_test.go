@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,4 +66,37 @@ func apart(t *testing.T, what string, md metadata.MD) {
 func memberName(member string) string {
 	name, _, _ := strings.Cut(member, ";")
 	return name
+}
+
+// The legacy fields hold one value over HTTP, the tightest limit's. gRPC metadata can only
+// be added to: a chained limit adds its values only when it has fewer calls left than the
+// limits before it, so the last value is always the tightest, whatever the chain's order.
+func TestChainedLegacyFieldsEndWithTheTightestLimit(t *testing.T) {
+	for _, c := range []struct {
+		chain          []string // the policies, outermost first
+		remaining, lim []string // the second call's values
+	}{
+		// 4/1m has 2 left, then 2/1m has 0: both add, the tighter last.
+		{[]string{"4/1m", "2/1m"}, []string{"2", "0"}, []string{"4", "2"}},
+		// 2/1m has 0 left: 4/1m, with 2, leaves its values out.
+		{[]string{"2/1m", "4/1m"}, []string{"0"}, []string{"2"}},
+		// 5/1m's 3 left is fewer than 10/1m's 8, but more than 2/1m's 0.
+		{[]string{"10/1m", "2/1m", "5/1m"}, []string{"8", "0"}, []string{"10", "2"}},
+	} {
+		t.Run(strings.Join(c.chain, ","), func(t *testing.T) {
+			store := fresh()
+			var chain []grpc.UnaryServerInterceptor
+			for _, p := range c.chain {
+				chain = append(chain, grpclimit.Must(map[string]string{"*": p}, store, core.WithHeaders(core.HeadersLegacy)).Unary())
+			}
+			conn := serve(t, nil, grpc.ChainUnaryInterceptor(chain...))
+			md := expect(t, conn, check, codes.OK, codes.OK)[1].header
+			if got := md.Get(grpclimit.HeaderRemaining); !slices.Equal(got, c.remaining) {
+				t.Errorf("second call: %s %q, want %q", grpclimit.HeaderRemaining, got, c.remaining)
+			}
+			if got := md.Get(grpclimit.HeaderLimit); !slices.Equal(got, c.lim) {
+				t.Errorf("second call: %s %q, want %q", grpclimit.HeaderLimit, got, c.lim)
+			}
+		})
+	}
 }

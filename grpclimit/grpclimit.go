@@ -13,7 +13,11 @@
 // only with core.WithTrustedProxies). The most specific entry decides a call: its full
 // method name, then its service, then "*", which matches every method. A method no entry
 // matches is not limited. Each method has buckets of its own, also under a service or "*"
-// entry; core.WithScope makes the methods share one.
+// entry; core.WithScope makes the methods share one. Calls that grpc.UnknownServiceHandler
+// serves share one bucket per client under "*" (per service under a service entry), since
+// their names are the client's; so do the bidirectional stream methods of a service
+// registered with a nil implementation, which grpc passes to interceptors alike: give such
+// a service any non-nil implementation to key its methods apart.
 //
 // A refused call fails at once with codes.ResourceExhausted and a google.rpc.RetryInfo
 // detail holding the exact wait (RetryDelay reads it back). Every limited call, admitted
@@ -65,7 +69,7 @@ const (
 	HeaderRateLimit       = "ratelimit"             // the tightest rate's quota left: "3/1m";r=2;t=60
 	HeaderRateLimitPolicy = "ratelimit-policy"      // every rate of the policy: "3/1m";q=3;w=60
 	HeaderRetryAfter      = "retry-after"           // on a refusal: seconds to wait, rounded up
-	HeaderLimit           = "x-ratelimit-limit"     // with core.HeadersLegacy or HeadersBoth
+	HeaderLimit           = "x-ratelimit-limit"     // with core.HeadersLegacy or HeadersBoth: see Interceptors
 	HeaderRemaining       = "x-ratelimit-remaining" // likewise
 	HeaderReset           = "x-ratelimit-reset"     // likewise, in unix seconds
 )
@@ -73,6 +77,12 @@ const (
 // Interceptors enforce the limits given to New on a gRPC server. They are safe for
 // concurrent use; install Unary and Stream on the same server, since the limits apply to
 // whichever kind of call a method is.
+//
+// Interceptors chained on one server each decide and each add their members to the
+// RateLimit fields. The legacy x-ratelimit-* fields hold one value per limit over HTTP,
+// the tightest's; gRPC header metadata can only be added to, so there each chained limit
+// that has fewer calls left than those before it adds its own values after theirs: read
+// the last value, or use the standard fields.
 type Interceptors struct {
 	methods  map[string]*entry // by full method name, "/pkg.Service/Method"
 	services map[string]*entry // by service name, "pkg.Service"
@@ -263,7 +273,11 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 			return handler(srv, ss)
 		}
 		route := info.FullMethod
-		if srv == nil {
+		if srv == nil && info.IsClientStream && info.IsServerStream {
+			// grpc.UnknownServiceHandler's calls, which grpc passes as bidirectional
+			// streams of no service. So are those of a bidirectional method of a service
+			// registered without an implementation: they share a bucket too, the stricter
+			// answer, since the two cannot be told apart here.
 			route = ic.unknownRoute(route)
 		}
 		v, md, err := ic.check(ss.Context(), e, info.FullMethod, route)
@@ -314,7 +328,7 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method, route strin
 		in.Request = &request{ctx: ctx, method: method, route: route, peer: addr}
 	}
 	h := &headerSetter{md: metadata.MD{}}
-	h.sent, _ = ctx.Value(sentKey{}).([]string)
+	h.sent, _ = ctx.Value(sentKey{}).(metadata.MD)
 	v := e.l.Check(ctx, in, h)
 	md := h.md
 	if len(md) == 0 {
@@ -395,12 +409,13 @@ type denyKey struct{}
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // headerSetter gathers the rate-limit fields as gRPC response metadata, whose keys are
-// lowercase. A server cannot read back the header metadata set so far, so the members
-// that limits earlier in the chain sent come through the context (sent): a limit of the
-// same policy then names its members apart, as on HTTP.
+// lowercase. A server cannot read back the header metadata set so far, so the fields that
+// limits earlier in the chain sent come through the context (sent): a limit of the same
+// policy then names its members apart, as on HTTP, and a limit with more left than an
+// earlier one leaves the legacy fields to it.
 type headerSetter struct {
 	md   metadata.MD
-	sent []string // the RateLimit-Policy members earlier limits on the call sent
+	sent metadata.MD // the fields earlier limits on the call sent
 }
 
 func (h *headerSetter) Set(name, value string) {
@@ -414,30 +429,22 @@ func (h *headerSetter) Add(name, value string) {
 	h.md[k] = append(h.md[k], strings.Clone(value))
 }
 
-// Values is what the field holds so far, on this call: for RateLimit-Policy, the members
-// earlier limits sent too.
+// Values is what the field holds so far on this call, earlier limits' values first.
 func (h *headerSetter) Values(name string) []string {
 	k := metadataKey(name)
-	if k == HeaderRateLimitPolicy && len(h.sent) > 0 {
-		return append(slices.Clip(h.sent), h.md[k]...)
+	if prev := h.sent[k]; len(prev) > 0 {
+		return append(slices.Clip(prev), h.md[k]...)
 	}
 	return h.md[k]
 }
 
 type sentKey struct{}
 
-// withSent is ctx carrying the RateLimit-Policy members of md on, after those sent before,
-// to the limits later in the chain.
+// withSent is ctx carrying the fields of md on, after those sent before, to the limits
+// later in the chain.
 func withSent(ctx context.Context, md metadata.MD) context.Context {
-	members := md[HeaderRateLimitPolicy]
-	if len(members) == 0 {
-		return ctx
-	}
-	// md is this call's own and not written after: its members need no copy of their own.
-	if sent, _ := ctx.Value(sentKey{}).([]string); len(sent) > 0 {
-		members = append(slices.Clip(sent), members...)
-	}
-	return context.WithValue(ctx, sentKey{}, members)
+	sent, _ := ctx.Value(sentKey{}).(metadata.MD)
+	return context.WithValue(ctx, sentKey{}, metadata.Join(sent, md))
 }
 
 // sentStream is a stream whose context carries the members sent (see withSent).
