@@ -100,11 +100,13 @@ for i = 1, nr do
   end
 end
 
--- Expiry is cleanup only: it falls when the key holds nothing any window counts.
+-- Expiry is cleanup only: it falls when the key holds nothing any window counts. full is
+-- on the key's clock (clamped to its newest grant); the expiry Redis counts starts from the
+-- server's TIME, so it is set to reach now + full even when the server's clock has stepped
+-- back behind the key, plus 1 ms against rounding.
 local renew, ms = recorded and expire == 1, 0
 if renew then
-  ms = math.ceil(full / 1000)
-  if ms < 1 then ms = 1 end
+  ms = math.ceil((now - tnow + full) / 1000) + 1
 end
 --#define RING_HEADER pack('<I2i8', (w0 + cost) % L, now) .. blocks
 --#define KEEPTTL false

@@ -979,3 +979,57 @@ func TestDenyCachedRefusalAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per refusal from the deny cache", n)
 	}
 }
+
+// A key outlives the windows of its grants on the server's clock too: where its own clock
+// leads the server's (grants recorded by a node whose clock ran ahead, before a failover),
+// the expiry Redis counts from TIME must still reach the instant its grants leave, in every
+// script. A store on a test clock plants a grant 400ms ahead of the server's; a decision on
+// the server's clock is held forward to it; then TIME plus the key's PTTL must reach that
+// grant's time plus the decision's FullReset.
+func TestExpiryReachesTheWindowsEndWhenTheKeyClockLeads(t *testing.T) {
+	needRedis(t)
+	ctx := context.Background()
+	c := newClient(t, standalone)
+	const ahead = 400 * time.Millisecond
+	for _, text := range []string{"3/1s", "300/1s", "3/1s,5/1s", "300/1s,500/1s", "3/1s,300/1s", "compact 3/1s"} {
+		p, compact := mustParse(strings.TrimPrefix(text, "compact ")), strings.HasPrefix(text, "compact ")
+		for attempt := 1; ; attempt++ {
+			prefix := redisstore.WithPrefix(freshPrefix(t))
+			st, err := c.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			planted := st.Add(ahead)
+			planter := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false), redisstore.WithCompact(compact),
+				redisstore.WithClock(func() time.Time { return planted }))
+			s := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false), redisstore.WithCompact(compact))
+			q := core.Query{Policy: p, Key: "k"}
+			if d, err := planter.Decide(ctx, q); err != nil || !d.Allowed {
+				t.Fatalf("%s: planting: %+v %v", text, d, err)
+			}
+			d, err := s.Decide(ctx, q)
+			if err != nil || !d.Allowed {
+				t.Fatalf("%s: %+v %v", text, d, err)
+			}
+			if d.Grant < planted.UnixMicro() { // a compact grant is rounded up to its unit
+				if attempt == 3 {
+					t.Fatalf("%s: in %d attempts the server's clock passed the planted time before the decision", text, attempt)
+				}
+				continue
+			}
+			pttl, err := c.PTTL(ctx, s.Key(p, "", "k")).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			now, err := c.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end, need := now.Add(pttl), time.UnixMicro(d.Grant).Add(d.FullReset); end.Before(need) {
+				t.Errorf("%s: the key expires at TIME %s, %v before its grants leave their windows (%s)",
+					text, end.Format("15:04:05.000"), need.Sub(end), need.Format("15:04:05.000"))
+			}
+			break
+		}
+	}
+}
