@@ -129,20 +129,31 @@ func ExampleQuota() {
 }
 
 // Plans chosen per request: free clients 2 per minute (the limit's own policy), paid ones
-// 5, internal ones unlimited. A request naming no plan, or one not declared, is free.
+// 5, internal ones unlimited. The plan comes from the application's authentication, which
+// stores it in the request's context: never from a header the client writes, or any client
+// could name itself internal. A request with no plan, or one not declared, is free.
 func ExampleWithTiers() {
-	plan := func(r core.Request) string { return r.Header("X-Plan") }
+	type planKey struct{}
+	plan := func(r core.Request) string { p, _ := r.Value(planKey{}).(string); return p }
 	limit := nethttp.Limit(2, time.Minute, fresh(),
 		core.WithTiers(plan, map[string]string{"paid": "5/1m", "internal": "unlimited"}))
 	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	send := func(tier string) string {
+	// Authentication, before the limit: an API key the server knows names the plan.
+	plans := map[string]string{"key-paid": "paid", "key-internal": "internal"}
+	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := plans[r.Header.Get("X-API-Key")]; ok {
+			r = r.WithContext(context.WithValue(r.Context(), planKey{}, p))
+		}
+		h.ServeHTTP(w, r)
+	})
+	send := func(apiKey string) string {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", "/", nil)
-		r.Header.Set("X-Plan", tier)
-		h.ServeHTTP(w, r)
+		r.Header.Set("X-API-Key", apiKey)
+		auth.ServeHTTP(w, r)
 		return fmt.Sprint(w.Code, " ", w.Header().Get("RateLimit"))
 	}
-	fmt.Println(send(""), "|", send("paid"), "|", send("internal"), "|", send("nonsense"), "|", send(""))
+	fmt.Println(send(""), "|", send("key-paid"), "|", send("key-internal"), "|", send("internal"), "|", send(""))
 	// Output:
 	// 200 "2/1m";r=1;t=60 | 200 "5/1m";r=4;t=60 | 200  | 200 "2/1m";r=0;t=60 | 429 "2/1m";r=0;t=60
 }
