@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"strings"
@@ -251,7 +252,13 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	h := m.hash(t, q.Scope, q.Key)
 	e := t.shards[h>>(64-6)].find(h)
 	if e == nil {
-		return nil // never used, or swept: nothing to forget
+		// Never used, or swept: nothing to forget. Unless newcomers share the overflow
+		// bucket, where the key's grants may be among others': clearing it would free them
+		// all, keeping it leaves the key refused, so the caller must learn it.
+		if t.overflowHolds(m.now()) {
+			return fmt.Errorf("the memory store is at its key cap (MemoryConfig.MaxKeys %d): the key may be counted in the bucket newcomers share, which a reset of one key cannot clear; raise MaxKeys", m.maxKeys)
+		}
+		return nil
 	}
 	s := unsafe.Slice(e, t.width)
 	mu := entryLock(s)
@@ -482,6 +489,20 @@ func (t *keyTable) overflowEntry() *int64 {
 	t.reset(s[2:])
 	t.overflow.Store(&s[0])
 	return &s[0]
+}
+
+// overflowHolds reports whether the policy's overflow bucket holds grants a window counts
+// at now.
+func (t *keyTable) overflowHolds(now int64) bool {
+	e := t.overflow.Load()
+	if e == nil {
+		return false
+	}
+	o := unsafe.Slice(e, t.width)
+	mu := entryLock(o)
+	mu.Lock()
+	defer mu.Unlock()
+	return !t.idle(o[2:], now)
 }
 
 // inheritOverflow starts a new key from the overflow bucket's history while that bucket

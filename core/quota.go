@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"reflect"
 	"slices"
 	"sync"
@@ -21,9 +22,10 @@ import (
 //	...
 //	err := login.Reset(ctx, "alice")
 //
-// key is what the limit keys by: the key function's value, or the client's address as the
-// limit writes it ("192.0.2.1"; IPv6 as its /64, "2001:db8:1:2::/64"), which Reset and
-// Peek also find where a key function gave none. Safe for concurrent use; fails until registered.
+// key is what the limit keys by: the key function's value, or the client's address
+// ("192.0.2.1"; for IPv6 any address in its /64, or the /64 as the limit writes it,
+// "2001:db8:1:2::/64"), which Reset and Peek also find where a key function gave none.
+// Safe for concurrent use; fails until registered.
 type Quota struct {
 	mu   sync.Mutex             // serializes registrations
 	last map[string]*quotaBatch // the last batch registered from each site, with its scope
@@ -210,9 +212,15 @@ func (l *limiter) buckets(key string) []quotaBucket {
 	if !reflect.ValueOf(l.store).Comparable() {
 		store = l
 	}
-	keys := []string{key}
+	// An address is found as the limit keys its client: IPv6 by its prefix, an
+	// IPv4-mapped one as IPv4. A key function's values are taken as they are.
+	addr := key
+	if a, err := netip.ParseAddr(key); err == nil {
+		addr = l.formatAddr(a)
+	}
+	keys := []string{addr}
 	if l.cfg.key != nil {
-		keys = append(keys, fallbackKeyPrefix+key)
+		keys = []string{key, fallbackKeyPrefix + addr}
 	}
 	ts := []*limiter{l}
 	for _, name := range slices.Sorted(maps.Keys(l.tiers)) {

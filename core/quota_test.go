@@ -3,11 +3,13 @@ package core_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
@@ -157,4 +159,61 @@ func (s *countingStore) Decide(ctx context.Context, q core.Query) (core.Decision
 func (s *countingStore) Reset(ctx context.Context, q core.Query) error {
 	s.resets.Add(1)
 	return s.MemoryStore.Reset(ctx, q)
+}
+
+// A client the memory store decided in its overflow bucket (the store at MaxKeys) has no
+// bucket of its own to reset: Quota.Reset says so, rather than report a reset that left
+// the client refused; once the overflow bucket holds nothing, there is nothing to reset.
+func TestQuotaResetInTheOverflowBucketFails(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, MaxKeys: 1, SweepInterval: time.Hour})
+	quota := new(core.Quota)
+	l := adapter.Must(2, 15*time.Minute, core.WithStore(store), core.WithScope("overflow"), core.WithQuota(quota))
+	l.Check(ctx, adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}, nil) // the store is full from here
+	alice := adapter.Input{Route: "/login", Peer: "192.0.2.2:1"}
+	for range 3 {
+		l.Check(ctx, alice, nil)
+	}
+	if l.Check(ctx, alice, nil).Allowed {
+		t.Fatal("alice not refused in the overflow bucket")
+	}
+	if err := quota.Reset(ctx, "192.0.2.2"); err == nil || !strings.Contains(err.Error(), "MaxKeys 1") {
+		t.Errorf("Reset of a client in the overflow bucket: %v, want an error naming the key cap", err)
+	}
+	clock.Advance(16 * time.Minute)
+	if err := quota.Reset(ctx, "192.0.2.2"); err != nil {
+		t.Errorf("Reset once the overflow bucket holds nothing: %v", err)
+	}
+}
+
+// Quota finds a client by any address the limit keys alike: an IPv6 address in the /64 its
+// key names, an IPv4-mapped address as IPv4, also in a key function's address fallback.
+func TestQuotaFindsAnAddressAsTheLimitKeysIt(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ peer, asked string }{
+		{"[2001:db8:1:2::5]:1", "2001:db8:1:2::9"},
+		{"[2001:db8:1:2::5]:1", "2001:db8:1:2::/64"},
+		{"192.0.2.7:1", "::ffff:192.0.2.7"},
+	} {
+		for _, keyed := range []bool{false, true} {
+			quota := new(core.Quota)
+			opts := []core.Option{core.WithStore(core.NewMemoryStore(nil)), core.WithScope("find"), core.WithQuota(quota)}
+			if keyed { // a key function that finds no user: the address fallback
+				opts = append(opts, core.WithKey(func(core.Request) (string, error) { return "", nil }))
+			}
+			l := adapter.Must(1, time.Hour, opts...)
+			in := adapter.Input{Route: "/r", Peer: c.peer, Request: fakeRequest{}}
+			l.Check(ctx, in, nil)
+			if l.Check(ctx, in, nil).Allowed {
+				t.Fatalf("%s: not refused", c.peer)
+			}
+			if err := quota.Reset(ctx, c.asked); err != nil {
+				t.Fatal(err)
+			}
+			if !l.Check(ctx, in, nil).Allowed {
+				t.Errorf("%s (key function %v): still refused after Reset(%q)", c.peer, keyed, c.asked)
+			}
+		}
+	}
 }
