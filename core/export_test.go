@@ -98,7 +98,7 @@ func QuotaHeld(q *Quota) int { return len(*q.ls.Load()) }
 // Fences is how many reset fences m holds for p's table.
 func Fences(m *MemoryStore, p *Policy) int {
 	t := m.table(p)
-	t.fenceMu.RLock()
-	defer t.fenceMu.RUnlock()
-	return len(t.fences)
+	t.fenceMu.Lock()
+	defer t.fenceMu.Unlock()
+	return t.fenceN
 }

@@ -68,11 +68,14 @@ type keyTable struct {
 	// fences holds, per key reset within its longest period, the latest time a grant the
 	// reset forgot can carry (in the grants' unit: the compact log's for a compact table).
 	// A grant is found by its time, or its bucket's or unit's, so without the fence a
-	// request in flight across a reset would give back a grant made after it.
-	fenceMu    sync.RWMutex
-	fences     map[uint64]int64
-	fencePrune int         // len(fences) at which fence next drops the old ones
-	fenced     atomic.Bool // fences may hold a key: Release looks
+	// request in flight across a reset would give back a grant made after it; and the
+	// key's grants after the reset are recorded after the fence, so that theirs are given
+	// back. Read lock-free by decisions; written under fenceMu.
+	fenceMu    sync.Mutex
+	fences     sync.Map    // uint64 key hash: int64 fence
+	fenceN     int         // keys in fences
+	fencePrune int         // fenceN at which fence next drops the old ones
+	fenced     atomic.Bool // fences may hold a key: decisions and Release look
 }
 
 type scopeHash struct {
@@ -227,6 +230,9 @@ func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
 		// A decision whose clock reading predates a sweep happens after it: it must not
 		// record a grant among times a dropped key still counted.
 		now = max(now, sh.lastSweep.Load())
+		if t.fenced.Load() {
+			now = t.pastFence(h, now)
+		}
 		var err error
 		if t.compact {
 			err = p.applyCompact(d, s[2:], now, q.Cost, q.Mode)
@@ -291,24 +297,43 @@ func (t *keyTable) fence(h uint64, now int64, s []int64) {
 	}
 	t.fenceMu.Lock()
 	defer t.fenceMu.Unlock()
-	if t.fences == nil {
-		t.fences = map[uint64]int64{}
-	}
 	// Dropped when the map has doubled since: each reset pays for a bounded share of them.
-	if len(t.fences) >= max(64, t.fencePrune) {
-		for k, f := range t.fences {
-			if t.fenceGone(f, now) {
-				delete(t.fences, k)
+	if t.fenceN >= max(64, t.fencePrune) {
+		t.fences.Range(func(k, f any) bool {
+			if t.fenceGone(f.(int64), now) {
+				t.fences.Delete(k)
+				t.fenceN--
 			}
-		}
-		t.fencePrune = 2 * len(t.fences)
+			return true
+		})
+		t.fencePrune = 2 * t.fenceN
 	}
 	// Never back: a second reset at a clock that stepped back would let through a grant
 	// the first forgot.
-	if f, ok := t.fences[h]; !ok || at > f {
-		t.fences[h] = at
+	f, ok := t.fences.Load(h)
+	if !ok {
+		t.fenceN++
+	}
+	if !ok || at > f.(int64) {
+		t.fences.Store(h, at)
 	}
 	t.fenced.Store(true)
+}
+
+// pastFence returns now, or the earliest time after the fence of key h when now is not
+// after it: the key's grants since its reset are recorded after the fence, however fine
+// or coarse the clock (a compact log's unit), so that Release can tell them from those
+// the reset forgot. Read under the key's lock, as Reset sets the fence.
+func (t *keyTable) pastFence(h uint64, now int64) int64 {
+	v, ok := t.fences.Load(h)
+	if !ok {
+		return now
+	}
+	f := v.(int64)
+	if t.compact {
+		return max(now, f*t.policy.units.u+1) // in the unit after f's
+	}
+	return max(now, f+1)
 }
 
 // fenceGone reports whether a fence at f is older than every window at now.
@@ -326,10 +351,8 @@ func (t *keyTable) fencedOut(h uint64, grant int64) bool {
 	if !t.fenced.Load() {
 		return false
 	}
-	t.fenceMu.RLock()
-	f, ok := t.fences[h]
-	t.fenceMu.RUnlock()
-	return ok && grant <= f
+	f, ok := t.fences.Load(h)
+	return ok && grant <= f.(int64)
 }
 
 // Release implements Releaser; it fails only for a nil policy.

@@ -157,3 +157,69 @@ func TestResetFencesAreDropped(t *testing.T) {
 		t.Fatalf("%d fences held after 2000 resets, 20 of them within two periods", n)
 	}
 }
+
+// After a Quota.Reset, requests admitted at the reset's clock reading, or within its unit
+// on a compact log, give their slots back like any others: the key's grants since the
+// reset are recorded after its fence (MemoryStore.Reset), so Release tells them from those
+// the reset forgot. A login limit counting failed attempts, reset after a lockout, then
+// successful logins: none counts, and the next request is admitted.
+func TestGrantsAfterAResetAreGivenBack(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		count   int
+		compact bool
+		period  time.Duration
+		after   time.Duration // from the reset to the requests
+	}{
+		{"exact", 3, false, 15 * time.Minute, 0},
+		{"exact-1ms-later", 3, false, 15 * time.Minute, time.Millisecond},
+		{"compact", 3, true, 15 * time.Minute, 0},
+		{"bounded", 300, false, 15 * time.Minute, 0},
+		// The compact log's unit for 15m is tens of milliseconds: a request 1 ms after
+		// the reset is in the reset's unit.
+		{"compact-1ms-later", 3, true, 15 * time.Minute, time.Millisecond},
+		// For a day the unit is seconds: a user who signs in 2 s after the reset.
+		{"compact-1d-2s-later", 3, true, 24 * time.Hour, 2 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) { grantsAfterReset(t, c.name, c.count, c.compact, c.period, c.after) })
+	}
+}
+
+func grantsAfterReset(t *testing.T, name string, count int, compact bool, period, after time.Duration) {
+	ctx := context.Background()
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: compact})
+	quota := new(core.Quota)
+	l, err := adapter.New(count, period, core.WithStore(store), core.WithScope("login-"+name),
+		core.WithCountWhen(core.Failed), core.WithQuota(quota))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := adapter.Input{Route: "POST /login", Peer: "192.0.2.1:1"}
+	clock.Advance(10 * time.Second)
+	// Failed attempts lock the client out; then its password is reset.
+	for range count {
+		l.Settle(ctx, l.Check(ctx, in, nil), 401)
+	}
+	if l.Check(ctx, in, nil).Allowed {
+		t.Fatal("not locked out after the failed attempts")
+	}
+	clock.Advance(10*time.Second + time.Millisecond) // off a unit's edge, as a real clock is
+	if err := quota.Reset(ctx, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(after)
+	// Successful logins right after the reset, on the reset's clock reading: none counts.
+	for i := range count {
+		v := l.Check(ctx, in, nil)
+		if !v.Allowed {
+			t.Fatalf("success %d after the reset refused", i+1)
+		}
+		l.Settle(ctx, v, 200)
+	}
+	clock.Advance(time.Second)
+	if v := l.Check(ctx, in, nil); !v.Allowed {
+		t.Fatalf("%d successful requests after a Quota.Reset (none counts under WithCountWhen(Failed)), then the next refused for %v: their slots were not given back",
+			count, v.Decision.RetryAfter)
+	}
+}
