@@ -419,15 +419,16 @@ func (m FailMode) name() string {
 	return "failmode(" + itoa(int(m)) + ")"
 }
 
-// DenyBody returns the plain-text body of a refusal whose verdict carried err. A store
-// failure refused with WithFailStatus's own status says that status, not the deny body.
-func (l *limiter) DenyBody(err error) string {
+// DenyBody returns the plain-text body of a refusal with status whose verdict carried err.
+// A store failure refused undecided with WithFailStatus's own status says that status;
+// one FailLocal refused over the limit, with the deny status, gets the deny body.
+func (l *limiter) DenyBody(status int, err error) string {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrCostTooHigh):
 		return "Request Cost Exceeds The Limit\n"
-	case l.cfg.failStatus != l.cfg.denyStatus && http.StatusText(l.cfg.failStatus) != "":
-		return http.StatusText(l.cfg.failStatus) + "\n"
+	case status == l.cfg.failStatus && status != l.cfg.denyStatus && http.StatusText(status) != "":
+		return http.StatusText(status) + "\n"
 	}
 	return l.cfg.denyBody
 }

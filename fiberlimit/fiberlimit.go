@@ -102,7 +102,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			return deny(c, v.Decision)
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
-		return c.Status(v.Status).SendString(l.DenyBody(v.Err))
+		return c.Status(v.Status).SendString(l.DenyBody(v.Status, v.Err))
 	}
 }
 

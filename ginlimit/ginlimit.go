@@ -83,7 +83,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 			deny(c, v.Decision)
 			return
 		}
-		c.String(v.Status, "%s", l.DenyBody(v.Err))
+		c.String(v.Status, "%s", l.DenyBody(v.Status, v.Err))
 	}
 }
 

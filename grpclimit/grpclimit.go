@@ -353,7 +353,7 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method, route strin
 // core.FailClosed, Unavailable, since the service cannot decide rather than the client
 // being over its quota.
 func refusal(l adapter.Limiter, v adapter.Verdict) error {
-	msg := strings.TrimSpace(l.DenyBody(v.Err))
+	msg := strings.TrimSpace(l.DenyBody(v.Status, v.Err))
 	switch {
 	case errors.Is(v.Err, core.ErrCostTooHigh):
 		return status.Error(codes.ResourceExhausted, msg)

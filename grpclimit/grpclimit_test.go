@@ -535,6 +535,14 @@ func TestFailModes(t *testing.T) {
 			t.Errorf("local refusal: RetryInfo %v %v, want the local decision's wait", wait, ok)
 		}
 	})
+	t.Run("local-with-fail-status", func(t *testing.T) {
+		// A local refusal is over the limit, whatever WithFailStatus says of undecided ones.
+		conn := limited(t, grpclimit.Must(map[string]string{check: "1/1m"}, down, hook, core.WithFailMode(core.FailLocal), core.WithFailStatus(503)))
+		r := expect(t, conn, check, codes.OK, codes.ResourceExhausted)[1]
+		if msg := status.Convert(r.err).Message(); msg != "Too Many Requests" {
+			t.Errorf("local refusal with WithFailStatus(503): %q, want %q", msg, "Too Many Requests")
+		}
+	})
 	t.Run("closed-dry-run", func(t *testing.T) {
 		conn := limited(t, grpclimit.Must(map[string]string{check: "1/1m"}, down, hook, core.WithFailMode(core.FailClosed), core.WithDryRun()))
 		expect(t, conn, check, ok(2)...)

@@ -242,3 +242,26 @@ func TestCombinedTiersQuotaReset(t *testing.T) {
 		t.Fatalf("after reset: %d", c)
 	}
 }
+
+// FailLocal + WithFailStatus + WithDenyResponse: a request the local store refuses is over
+// the limit and gets the deny response; only undecided refusals (FailClosed) say the fail
+// status's text, with that status.
+func TestCombinedFailLocalFailStatusDenyResponse(t *testing.T) {
+	quiet := core.WithErrorHook(func(context.Context, error) {})
+	local := nethttp.Limit(1, time.Minute, core.WithStore(comboBroken{}), core.WithFailMode(core.FailLocal), core.WithFailStatus(503),
+		core.WithDenyResponse(429, "slow down\n"), quiet)(comboHandler())
+	closed := nethttp.Limit(1, time.Minute, core.WithStore(comboBroken{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(503),
+		core.WithDenyResponse(429, "slow down\n"), quiet)(comboHandler())
+	send := func(h http.Handler) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		return w.Code, w.Body.String()
+	}
+	send(local)
+	if code, body := send(local); code != 429 || body != "slow down\n" {
+		t.Errorf("FailLocal, over the local limit: %d %q, want 429 %q", code, body, "slow down\n")
+	}
+	if code, body := send(closed); code != 503 || body != "Service Unavailable\n" {
+		t.Errorf("FailClosed: %d %q, want 503 %q", code, body, "Service Unavailable\n")
+	}
+}

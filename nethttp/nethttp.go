@@ -106,7 +106,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	io.WriteString(w, h.l.DenyBody(v.Err))
+	io.WriteString(w, h.l.DenyBody(v.Status, v.Err))
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}

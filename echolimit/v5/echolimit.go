@@ -123,7 +123,7 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	w := c.Response()
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
-	_, err := io.WriteString(w, m.l.DenyBody(v.Err))
+	_, err := io.WriteString(w, m.l.DenyBody(v.Status, v.Err))
 	return err
 }
 

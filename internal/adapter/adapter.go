@@ -47,8 +47,9 @@ type Limiter interface {
 	// request whose status cannot be known (its handler panicked, its connection was
 	// taken over) is not settled, and counts.
 	Settle(ctx context.Context, v Verdict, status int)
-	// DenyBody returns the plain-text body of a refusal whose Verdict carried err.
-	DenyBody(err error) string
+	// DenyBody returns the plain-text body of a refusal answered with status whose
+	// Verdict carried err.
+	DenyBody(status int, err error) string
 	// Extension returns the adapter's setting stored under key by Option, or nil.
 	Extension(key any) any
 	// NeedsRequest reports whether Check reads Input.Request (key, skip or cost functions,
