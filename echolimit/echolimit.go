@@ -101,8 +101,8 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		resp.Writer = w.Wrap()
 		err := next(c)
 		resp.Writer = w.ResponseWriter
-		if _, hijacked := w.Written(); !hijacked {
-			m.l.Settle(r.Context(), v, status(resp, err))
+		if written, hijacked := w.Written(); !hijacked {
+			m.l.Settle(r.Context(), v, status(resp, written, err))
 		}
 		return err
 	}
@@ -119,12 +119,16 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 
 var plainText = []string{"text/plain; charset=utf-8"}
 
-// status returns the status of a response whose handlers returned err: the one written,
-// once the response is committed; else the one Echo's DefaultHTTPErrorHandler writes for
-// err (an *echo.HTTPError's Code, or that of the *echo.HTTPError it holds as Internal;
-// 500 for any other error); else 200, which net/http sends for a response left empty.
-func status(resp *echo.Response, err error) int {
+// status returns the status of a response whose handlers returned err: the one written
+// through the limit's writer (by Echo, or by a handler writing to the http.ResponseWriter
+// or flushing, which Echo does not see as committed); else the one Echo committed; else
+// the one Echo's DefaultHTTPErrorHandler writes for err (an *echo.HTTPError's Code, or
+// that of the *echo.HTTPError it holds as Internal; 500 for any other error); else 200,
+// which net/http sends for a response left empty.
+func status(resp *echo.Response, written int, err error) int {
 	switch {
+	case written != 0:
+		return written
 	case resp.Committed:
 		return resp.Status
 	case err == nil:
