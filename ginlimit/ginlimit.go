@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -115,6 +116,10 @@ type hijackWatch struct {
 	gin.ResponseWriter
 	hijacked bool
 }
+
+// Unwrap lets http.ResponseController reach what Gin's writer offers (deadlines, full
+// duplex), as it does without the limit.
+func (w *hijackWatch) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := w.ResponseWriter.Hijack()
