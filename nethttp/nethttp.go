@@ -74,12 +74,14 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Before routing (around a whole ServeMux or router) r.Pattern is "", and core counts
-	// every request in one bucket per client, unless the router can be asked first.
+	// Before routing (around a whole ServeMux or router) r.Pattern is "", or an outer
+	// router's pattern for the whole mux (a prefix under which this one is mounted), and
+	// core would count every route in one bucket per client: the router this limit was
+	// given (WithMux, WithPattern) is asked instead.
 	in := adapter.Input{Route: r.Pattern, Peer: r.RemoteAddr, Request: request{r}}
-	if in.Route == "" && h.pattern != nil {
+	if h.pattern != nil {
 		in.Route = h.pattern(r)
-		if in.Route != "" && h.needsRequest {
+		if in.Route != r.Pattern && h.needsRequest {
 			// Key, skip, cost and tier functions see the route the limit keys by, which
 			// r.Pattern does not hold before routing.
 			in.Request = &routedRequest{request{r}, in.Route}
@@ -152,7 +154,8 @@ var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporary
 //
 //	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
 //
-// Requests whose pattern is "" share one bucket per client.
+// Requests whose pattern is "" share one bucket per client. The router is asked even when
+// an outer router set r.Pattern (a sub-router, or a mux mounted under a prefix).
 func WithPattern(pattern func(*http.Request) string) core.Option {
 	if pattern == nil {
 		return adapter.Refuse(errors.New("WithPattern(nil): want the function that returns a request's route pattern"))

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -137,3 +138,27 @@ func TestRealIPBeforeTheLimit(t *testing.T) {
 
 // The server the app runs bounds every stage of a connection.
 func TestServerTimeouts(t *testing.T) { exampletest.CheckServer(t, newServer("", nil)) }
+
+// A limit in a chi sub-router's r.Use, given WithPattern(chiPattern(sub)), keys each of the
+// sub-router's routes apart, although the parent router has set r.Pattern to the mount's
+// pattern ("/api/*") when the sub-router's middleware runs.
+func TestSubRouterUseWithPatternKeysRoutesApart(t *testing.T) {
+	ok := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }
+	r := chi.NewRouter()
+	r.Route("/api", func(sub chi.Router) {
+		sub.Use(nethttp.Limit(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), nethttp.WithPattern(chiPattern(sub))))
+		sub.Get("/a", ok)
+		sub.Get("/b", ok)
+	})
+	var got []int
+	for _, path := range []string{"/api/a", "/api/b", "/api/a"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = "192.0.2.10:5555"
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		got = append(got, rec.Code)
+	}
+	if want := []int{200, 200, 429}; !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v: GET /api/b was counted in the mount's bucket \"/api/*\" with GET /api/a", got, want)
+	}
+}
