@@ -14,7 +14,7 @@
 // the chain's leftmost entry, which the client writes, so it is never used: there, pass
 // core.WithTrustedProxies with your proxies, which walks the chain from the right. Refused
 // requests get 429 with Retry-After; every response carries the IETF RateLimit and
-// RateLimit-Policy fields.
+// RateLimit-Policy fields, but those fasthttp builds anew (c.SendFile's 304, ctx.Error).
 //
 // # Mounting with app.Use
 //
@@ -91,9 +91,10 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			}
 			// The limit counts by outcome: the handlers have answered, or returned the
 			// error the app's ErrorHandler will answer with. A panic never gets here, and
-			// a hijacked connection has no status: both count.
+			// a connection taken over or closed by a handler (dropped) has no status
+			// the response holds: all count.
 			err := c.Next()
-			if !c.Context().Hijacked() {
+			if rc := c.Context(); !rc.Hijacked() && !adapter.Closed(rc.Conn()) {
 				l.Settle(c.UserContext(), v, status(c, err))
 			}
 			return err
@@ -106,10 +107,14 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	}
 }
 
-// status returns the status of a response whose handlers returned err: the one Fiber's
+// status returns the status of a response whose handlers returned err: the timeout
+// response's, when a handler sent one (fasthttp's TimeoutError); else the one Fiber's
 // DefaultErrorHandler writes for err (a *fiber.Error's Code, 500 for any other error), or
 // the one set when err is nil (200 when none was).
 func status(c *fiber.Ctx, err error) int {
+	if r := c.Context().LastTimeoutErrorResponse(); r != nil {
+		return r.StatusCode()
+	}
 	if err == nil {
 		return c.Response().StatusCode()
 	}

@@ -8,7 +8,8 @@
 //
 // Requests are keyed by the client IP and the route template (c.Route().Path once a route
 // has matched, so /user/1 and /user/2 share /user/:id's bucket). Refused requests get 429
-// with Retry-After; every response carries the IETF RateLimit and RateLimit-Policy fields.
+// with Retry-After; every response carries the IETF RateLimit and RateLimit-Policy fields,
+// but those fasthttp builds anew (c.SendFile's 304, ctx.Error).
 //
 // # Client IP
 //
@@ -129,9 +130,10 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			}
 			// The limit counts by outcome: the handlers have answered, or returned the
 			// error the app's ErrorHandler will answer with. A panic never gets here, and
-			// a hijacked connection has no status: both count.
+			// a connection taken over or closed by a handler (dropped) has no status
+			// the response holds: all count.
 			err := c.Next()
-			if !c.RequestCtx().Hijacked() {
+			if rc := c.RequestCtx(); !rc.Hijacked() && !adapter.Closed(rc.Conn()) {
 				l.Settle(c.Context(), v, status(c, err))
 			}
 			return err
@@ -144,10 +146,14 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	}
 }
 
-// status returns the status of a response whose handlers returned err: the one Fiber's
+// status returns the status of a response whose handlers returned err: the timeout
+// response's, when a handler sent one (fasthttp's TimeoutError); else the one Fiber's
 // DefaultErrorHandler writes for err (a *fiber.Error's Code, 500 for any other error), or
 // the one set when err is nil (200 when none was).
 func status(c fiber.Ctx, err error) int {
+	if r := c.RequestCtx().LastTimeoutErrorResponse(); r != nil {
+		return r.StatusCode()
+	}
 	if err == nil {
 		return c.Response().StatusCode()
 	}

@@ -2,6 +2,8 @@ package adaptertest
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -39,14 +41,15 @@ func CheckHijackCounts(t *testing.T, h http.Handler) {
 func CheckHijackCountsAt(t *testing.T, addr string) {
 	t.Helper()
 	for i, want := range []string{"101", "429"} {
-		if got := statusOver(t, addr); got != want {
+		if got := StatusAt(t, addr, "GET", "/ws"); got != want {
 			t.Fatalf("request %d: status %s, want %s: a connection taken over must count", i+1, got, want)
 		}
 	}
 }
 
-// statusOver sends GET /ws on a new connection and returns the status code it reads.
-func statusOver(t *testing.T, addr string) string {
+// StatusAt sends method path on a new connection to addr and returns the status code of
+// the response, or "" when the server closes the connection without one.
+func StatusAt(t *testing.T, addr, method, path string) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
@@ -54,10 +57,13 @@ func statusOver(t *testing.T, addr string) string {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := conn.Write([]byte("GET /ws HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")); err != nil {
+	if _, err := fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", method, path); err != nil {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err == io.EOF && line == "" {
+		return ""
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
