@@ -3,7 +3,6 @@ package adapter
 import (
 	"net"
 	"net/netip"
-	"syscall"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -48,26 +47,4 @@ func PeerIP(a net.Addr) (peer string, canonical bool) {
 		return "", false
 	}
 	return a.String(), false
-}
-
-// Closed reports whether a handler closed the connection c without a response through its
-// framework (Fiber's c.Drop and c.End, or Conn().Close()): the status then is not the one
-// left in the framework's response. Asked through the connection's file descriptor, which
-// a closed connection no longer lends; it changes nothing on an open one (deadlines stay
-// as the server set them). A connection without one (a test pipe) is taken as open.
-func Closed(c net.Conn) bool {
-	for {
-		switch t := c.(type) {
-		case interface{ NetConn() net.Conn }: // *tls.Conn
-			c = t.NetConn()
-			continue
-		case syscall.Conn:
-			rc, err := t.SyscallConn()
-			if err != nil {
-				return true
-			}
-			return rc.Control(func(uintptr) {}) != nil
-		}
-		return false
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 )
 
 // A StatusWriter records the status of the response written through it, for a limit that
@@ -129,3 +130,25 @@ func (w flushHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.
 
 // writerOnly hides a writer's ReadFrom, so that io.Copy does not call it back.
 type writerOnly struct{ io.Writer }
+
+// Closed reports whether a handler closed the connection c without a response through its
+// framework (Fiber's c.Drop and c.End, or Conn().Close()): the status then is not the one
+// left in the framework's response. Asked through the connection's file descriptor, which
+// a closed connection no longer lends; it changes nothing on an open one (deadlines stay
+// as the server set them). A connection without one (a test pipe) is taken as open.
+func Closed(c net.Conn) bool {
+	for {
+		switch t := c.(type) {
+		case interface{ NetConn() net.Conn }: // *tls.Conn
+			c = t.NetConn()
+			continue
+		case syscall.Conn:
+			rc, err := t.SyscallConn()
+			if err != nil {
+				return true
+			}
+			return rc.Control(func(uintptr) {}) != nil
+		}
+		return false
+	}
+}
