@@ -92,6 +92,16 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		p.applySingle(d, s, now, cost, mode)
 		return nil
 	}
+	if len(p.rates) == 1 {
+		p.applyBounded(d, s[1:1+boundedLen], now, cost, mode)
+		return nil
+	}
+	p.applyRates(d, s, now, cost, mode)
+	return nil
+}
+
+// applyRates is apply for any policy, looping over its rates.
+func (p *Policy) applyRates(d *Decision, s []int64, now int64, cost int, mode Mode) {
 	L := p.logLen
 	w := int(s[0])
 	log := s[1 : 1+L]
@@ -140,7 +150,6 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		s[1+L+j*boundedLen+bLast] = now
 	}
 	p.report(d, s, now, cost, allowed)
-	return nil
 }
 
 // applySingle is apply for the most common policy, one exact rate, in straight-line code:
@@ -173,6 +182,31 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 	}
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
+	}
+}
+
+// applyBounded is apply for a policy of one bounded rate, whose state after the unused
+// write index is that rate's block, in straight-line code: the same answers as apply's
+// loops (the oracle tests hold it to that).
+func (p *Policy) applyBounded(d *Decision, b []int64, now int64, cost int, mode Mode) {
+	r := p.rates[0]
+	g, T := p.gran[0], int64(r.Period)
+	now = max(now, b[bLast])
+	expire(b, r, g, now)
+	allowed := b[bSum]+int64(cost) <= int64(r.Count)
+	if mode == Penalty || (allowed && mode == Enforce) {
+		record(b, g, now, cost, r.Count)
+		d.Grant = now
+	}
+	b[bLast] = now
+	used := b[bSum]
+	d.Allowed, d.Rate, d.Remaining = allowed, r, max(0, r.Count-int(used))
+	if used > 0 {
+		d.Reset = time.Duration((b[bLo]+1)*g + T - now)
+		d.FullReset = time.Duration(max(0, (b[bNewest]+1)*g+T-now))
+	}
+	if !allowed {
+		d.RetryAfter = time.Duration(boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count)))
 	}
 }
 
@@ -381,7 +415,7 @@ func granule(r Rate) int64 {
 // Then lo moves past empty buckets to the oldest that holds a grant, which leads: Reset is
 // when it leaves. Each bucket is passed once, so a busy key pays one look per decision.
 func expire(b []int64, r Rate, g, now int64) {
-	if lo := floorDiv(now-int64(r.Period), g); lo > b[bLo] {
+	if lo := bucketFrom(b[bLo], now-int64(r.Period), g); lo > b[bLo] {
 		if b[bSum] != 0 {
 			if lo-b[bLo] >= boundedBuckets+1 {
 				clear(b[bCounts:])
@@ -408,7 +442,7 @@ func expire(b []int64, r Rate, g, now int64) {
 // would change no decision and no reported time, and the cap keeps Penalty's recording of
 // refusals from growing a sum without bound (it would overflow, and then admit).
 func record(b []int64, g, now int64, cost, count int) {
-	k := max(floorDiv(now, g), b[bNewest])
+	k := bucketFrom(b[bNewest], now, g)
 	if b[bSum] == 0 {
 		b[bLo] = k // the only bucket that holds a grant, so the oldest (see expire)
 	}
@@ -434,6 +468,17 @@ func boundedRetry(b []int64, g, T, now, need int64) int64 {
 		}
 	}
 	return max(0, (b[bNewest]+1)*g+T-now)
+}
+
+// bucketFrom returns max(floorDiv(t, g), k): k without dividing while t is before the
+// end of bucket k, as it is for most decisions on a busy key. k is the bucket of a time
+// the key's state holds, more than a period above MinInt64 (now-T is taken), so k*g cannot
+// overflow; t-k*g can, and is compared unsigned.
+func bucketFrom(k, t, g int64) int64 {
+	if start := k * g; t < start || uint64(t-start) < uint64(g) {
+		return k
+	}
+	return max(floorDiv(t, g), k)
 }
 
 func floorDiv(a, b int64) int64 {

@@ -70,6 +70,20 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, err
 	return p.decideState(s, now, cost, mode)
 }
 
+// ApplyRates is Apply through the loops over a policy's rates, bypassing the one-rate
+// fast paths, which must answer the same.
+func (p *Policy) ApplyRates(s []int64, now int64, cost int, mode Mode) (Decision, error) {
+	cost = max(cost, 1)
+	if cost > p.minCount {
+		return Decision{}, p.checkCost(cost)
+	}
+	var d Decision
+	p.applyRates(&d, s, now, cost, mode)
+	return d, nil
+}
+
+var BucketFrom, FloorDiv = bucketFrom, floorDiv
+
 func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 	err = m.decide(&d, q, now)
 	return d, err
