@@ -116,3 +116,5 @@ func Fences(m *MemoryStore, p *Policy) int {
 	defer t.fenceMu.Unlock()
 	return t.fenceN
 }
+
+var AppendInt = appendInt

@@ -263,10 +263,39 @@ func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte 
 		b = append(b, d.Rate.String()...) // a rate of another policy, from a store that mixes them up
 	}
 	b = append(b, `";r=`...)
-	b = strconv.AppendInt(b, int64(d.Remaining), 10)
+	b = appendInt(b, int64(d.Remaining))
 	b = append(b, ";t="...)
-	return strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
+	return appendInt(b, ceilSeconds(d.Reset))
 }
+
+// appendInt is strconv.AppendInt(b, n, 10) in fewer instructions, two digits a step: a
+// large policy formats its remaining count on every response.
+func appendInt(b []byte, n int64) []byte {
+	if n < 0 {
+		return strconv.AppendInt(b, n, 10)
+	}
+	var a [20]byte // the digits of MaxInt64, and one more for the pairs
+	i := len(a)
+	u := uint64(n)
+	for u >= 100 {
+		q := u / 100
+		r := (u - q*100) * 2
+		i -= 2
+		a[i], a[i+1] = digitPairs[r], digitPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		a[i], a[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		i--
+		a[i] = byte('0' + u)
+	}
+	return append(b, a[i:]...)
+}
+
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 // sfName returns name as the inside of a Structured Field String (RFC 9651), as member
 // names are kept: '"' and '\' escaped, and each byte a String cannot hold (outside

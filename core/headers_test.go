@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -93,6 +96,26 @@ func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
 	for name := range known {
 		if !rec.names[name] {
 			t.Errorf("no case set %q: the test no longer covers every field", name)
+		}
+	}
+}
+
+// TestAppendIntIsStrconvs: the RateLimit field's own digit writer gives strconv's text for
+// every length of number, signs and the ends of int64 included, appended after what the
+// buffer holds.
+func TestAppendIntIsStrconvs(t *testing.T) {
+	ns := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 3600, 65535, 999_999_999, 1e18 - 1, 1e18, math.MaxInt64, -1, -3600, math.MinInt64}
+	for p := int64(1); p < 1e18; p *= 10 {
+		ns = append(ns, p-1, p, p+1, 2*p-1)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 10000 {
+		ns = append(ns, rng.Int64()>>rng.IntN(63))
+	}
+	for _, n := range ns {
+		prefix := []byte(`"1e9/1h";r=`)
+		if got, want := string(core.AppendInt(prefix, n)), string(strconv.AppendInt(prefix, n, 10)); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
