@@ -54,34 +54,47 @@ func (l *limiter) formatAddr(addr netip.Addr) string {
 
 // canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4
 // as netip prints it: four decimal numbers 0-255 without leading zeros. Such text is
-// already the key. It reads s once; most peers are "a.b.c.d:port".
+// already the key. It reads s once, a number at a time; most peers are "a.b.c.d:port".
 func canonicalIPv4Host(s string) (string, bool) {
-	parts, n, digits := 0, 0, 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if digits > 0 && n == 0 { // a leading zero
+	i := 0
+	for part := range 4 {
+		if part > 0 {
+			if i == len(s) || s[i] != '.' {
 				return "", false
 			}
-			n = n*10 + int(c-'0')
-			digits++
-			if n > 255 {
-				return "", false
+			i++
+		}
+		if i == len(s) || s[i]-'0' > 9 {
+			return "", false
+		}
+		n := uint(s[i] - '0')
+		i++
+		if n == 0 {
+			continue // no leading zero: a 0 stands alone
+		}
+		for range 2 {
+			if i == len(s) || s[i]-'0' > 9 {
+				break
 			}
-		case c == '.' && digits > 0 && parts < 3:
-			parts++
-			n, digits = 0, 0
-		case c == ':' && digits > 0 && parts == 3:
-			if strings.IndexByte(s[i+1:], ':') >= 0 {
-				return "", false // hostOf keeps text with several colons whole
-			}
-			return s[:i], true
-		default:
+			n = n*10 + uint(s[i]-'0')
+			i++
+		}
+		if n > 255 {
 			return "", false
 		}
 	}
-	return s, parts == 3 && digits > 0
+	if i == len(s) {
+		return s, true
+	}
+	if s[i] != ':' {
+		return "", false
+	}
+	for j := i + 1; j < len(s); j++ {
+		if s[j] == ':' {
+			return "", false // hostOf keeps text with several colons whole
+		}
+	}
+	return s[:i], true
 }
 
 func (l *limiter) trusts(a netip.Addr) bool {
