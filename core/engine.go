@@ -174,7 +174,16 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 		s[0] = int64(w)
 		d.Grant = now
 	}
-	used := usedInLog(log, w, N, now-T)
+	// A client well under its limit holds a grant or two in the window: counted without
+	// the search.
+	var used int
+	switch cutoff := now - T; {
+	case log[back(w, 1, N)] <= cutoff:
+	case N == 1 || log[back(w, 2, N)] <= cutoff:
+		used = 1
+	default:
+		used = usedInLog(log, w, N, cutoff)
+	}
 	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
 	if used > 0 {
 		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
