@@ -85,7 +85,7 @@ func (p *Policy) ApplyRates(s []int64, now int64, cost int, mode Mode) (Decision
 var BucketFrom, FloorDiv = bucketFrom, floorDiv
 
 func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
-	err = m.decide(&d, q, now)
+	err = m.decide(&d, &q, now)
 	return d, err
 }
 
@@ -118,3 +118,7 @@ func Fences(m *MemoryStore, p *Policy) int {
 }
 
 var AppendInt = appendInt
+
+func (m *MemoryStore) HashKey(key string) uint64 { return m.hashKey(key) }
+
+var SameText = sameText

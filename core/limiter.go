@@ -224,7 +224,7 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 	var err error
 	var took time.Duration
 	if l.mem != nil {
-		err = l.mem.decide(&v.Decision, q, l.mem.now())
+		err = l.mem.decide(&v.Decision, &q, l.mem.now())
 	} else if ctx = requestContext(ctx, in); c.observer != nil {
 		// Timed only for observers, and only for stores across a network: the clock
 		// readings would cost the memory store a large share of its decision.

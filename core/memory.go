@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,7 @@ const shardCount = 64
 // policy until idle keys make room: no live key is evicted, so no client exceeds its limit.
 type MemoryStore struct {
 	seedKey    maphash.Seed
+	keySeeds   [2]uint64
 	seedScope  maphash.Seed
 	clock      func() time.Time // nil: the monotonic clock, read directly (see now)
 	epoch      time.Time
@@ -146,6 +149,7 @@ type MemoryConfig struct {
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		seedKey:    maphash.MakeSeed(),
+		keySeeds:   [2]uint64{rand.Uint64(), rand.Uint64()},
 		seedScope:  maphash.MakeSeed(),
 		epoch:      time.Now(),
 		sweepEvery: int64(defaultSweepInterval),
@@ -180,7 +184,7 @@ func (m *MemoryStore) now() int64 {
 // million), and sharing only ever makes a limit stricter.
 func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 	var hs uint64
-	if sh := t.scope.Load(); sh != nil && sh.scope == scope {
+	if sh := t.scope.Load(); sh != nil && sameText(sh.scope, scope) {
 		hs = sh.hash
 	} else {
 		hs = maphash.String(m.seedScope, scope)
@@ -189,7 +193,7 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 			t.scope.CompareAndSwap(nil, &scopeHash{scope: strings.Clone(scope), hash: hs})
 		}
 	}
-	h := maphash.String(m.seedKey, key) ^ bits.RotateLeft64(hs, 29)
+	h := m.hashKey(key) ^ bits.RotateLeft64(hs, 29)
 	if h == sweptHash {
 		h = 1
 	}
@@ -198,13 +202,13 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 
 // Decide implements Store; it fails only for a nil policy or too high a cost.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
-	err = m.decide(&d, q, m.now())
+	err = m.decide(&d, &q, m.now())
 	return d, err
 }
 
 // decide is Decide at now, in nanoseconds since the store was created (or since the
 // injected clock's first reading), writing into *d, which is zero (see Policy.apply).
-func (m *MemoryStore) decide(d *Decision, q Query, now int64) error {
+func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 	p := q.Policy
 	if p == nil {
 		return errNilPolicy
@@ -714,4 +718,48 @@ func (m *MemoryStore) sweep() {
 			sh.mu.Unlock()
 		}
 	}
+}
+
+// hashKey hashes a key of at most 16 bytes (an IPv4 address, most keys) as the Go runtime
+// hashes such strings on machines without AES instructions (wyhash's short-input path)
+// with the store's own seeds: in fewer steps than maphash, with the same guarantee that
+// nobody without the seeds can choose keys that collide. Longer keys go to maphash.
+func (m *MemoryStore) hashKey(key string) uint64 {
+	n := len(key)
+	if n > 16 {
+		return maphash.String(m.seedKey, key)
+	}
+	// a and b hold every byte of the key between them: keys of one length differ in a or b.
+	var a, b uint64
+	p := unsafe.Slice(unsafe.StringData(key), n)
+	switch {
+	case n >= 8:
+		a, b = binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[n-8:])
+	case n >= 4:
+		a, b = uint64(binary.LittleEndian.Uint32(p)), uint64(binary.LittleEndian.Uint32(p[n-4:]))
+	case n > 0:
+		a = uint64(p[0]) | uint64(p[n>>1])<<8 | uint64(p[n-1])<<16
+	}
+	return mix(0x1d8e4e27c47d124f^uint64(n), mix(a^m.keySeeds[1], b^m.keySeeds[0]))
+}
+
+// mix folds the 128-bit product of a and b into 64 bits.
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// sameText is x == y, comparing texts of 8 to 16 bytes (most route patterns) as two
+// words each rather than through a call.
+func sameText(x, y string) bool {
+	n := len(x)
+	if n != len(y) {
+		return false
+	}
+	if n < 8 || n > 16 {
+		return x == y
+	}
+	p, q := unsafe.Slice(unsafe.StringData(x), n), unsafe.Slice(unsafe.StringData(y), n)
+	return binary.LittleEndian.Uint64(p) == binary.LittleEndian.Uint64(q) &&
+		binary.LittleEndian.Uint64(p[n-8:]) == binary.LittleEndian.Uint64(q[n-8:])
 }
