@@ -9,9 +9,10 @@ import (
 )
 
 // TestShortKeysHashApart: keys of up to 16 bytes, hashed in place of maphash, never share
-// a hash (which would share a bucket): every IPv4 address of a /16, every key of up to
-// three bytes over a small alphabet, keys of one length differing in one byte anywhere,
-// and keys that differ only in length. Two stores hash a key apart: the hash is seeded.
+// a hash (which would share a bucket) and spread evenly over the store's shards: every
+// IPv4 address of a /16, every key of up to three bytes over a small alphabet, keys of one
+// length differing in one byte anywhere, and keys that differ only in length. Two stores
+// hash a key apart: the hash is seeded.
 func TestShortKeysHashApart(t *testing.T) {
 	m := core.NewMemoryStore(nil)
 	seen := map[uint64]string{}
@@ -22,9 +23,17 @@ func TestShortKeysHashApart(t *testing.T) {
 		}
 		seen[h] = k
 	}
+	var shards [64]int // the store picks a key's shard by its hash's top six bits
 	for x := range 256 {
 		for y := range 256 {
-			add(fmt.Sprintf("10.0.%d.%d", x, y))
+			k := fmt.Sprintf("10.0.%d.%d", x, y)
+			add(k)
+			shards[m.HashKey(k)>>58]++
+		}
+	}
+	for i, n := range shards { // 1024 expected each, give or take 32
+		if n < 1024-8*32 || n > 1024+8*32 {
+			t.Fatalf("shard %d holds %d of a /16's 65536 addresses, not about 1024: %v", i, n, shards)
 		}
 	}
 	const alphabet = "\x00\x01a.:9\xff"
