@@ -722,8 +722,9 @@ func (m *MemoryStore) sweep() {
 
 // hashKey hashes a key of at most 16 bytes (an IPv4 address, most keys) as the Go runtime
 // hashes such strings on machines without AES instructions (wyhash's short-input path)
-// with the store's own seeds: in fewer steps than maphash, with the same guarantee that
-// nobody without the seeds can choose keys that collide. Longer keys go to maphash.
+// with the store's own seeds: in fewer steps than maphash, and without the seeds keys
+// that collide are as hard to choose as for Go's maps on those machines. Longer keys go
+// to maphash.
 func (m *MemoryStore) hashKey(key string) uint64 {
 	n := len(key)
 	if n > 16 {
