@@ -43,8 +43,8 @@ func (r Rate) validate() error {
 	if r.Count < 1 {
 		return fmt.Errorf("count %d: want at least 1 request per period (to refuse every request, answer it yourself): %w", r.Count, ErrBadPolicy)
 	}
-	if r.Count > maxCount {
-		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, maxCount, ErrBadPolicy)
+	if int64(r.Count) > maxCount { // as int64: on 32-bit platforms maxCount is above any int
+		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, int64(maxCount), ErrBadPolicy)
 	}
 	if r.Period <= 0 {
 		return fmt.Errorf("period %v: want a positive duration, such as time.Minute: %w", r.Period, ErrBadPolicy)

@@ -3,6 +3,7 @@
 package repotest
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,5 +38,20 @@ func TestVet(t *testing.T) {
 	cmd.Dir = root(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go vet: %v\n%s", err, out)
+	}
+}
+
+// TestBuildsOn32BitPlatforms: the library compiles where int is 32 bits (386, arm). Its
+// largest count does not fit such an int, so it must be compared as int64: otherwise core
+// does not build there at all.
+func TestBuildsOn32BitPlatforms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a build for another platform takes a while")
+	}
+	cmd := exec.Command("go", "build", "-o", os.DevNull, "./core/...", "./nethttp")
+	cmd.Dir = root(t)
+	cmd.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOARCH=386 go build: %v\n%s", err, out)
 	}
 }
