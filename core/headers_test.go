@@ -36,7 +36,7 @@ func TestRateLimitFieldTIsUntilTheQuotaGrows(t *testing.T) {
 		clock.Advance(s.at - last)
 		last = s.at
 		h := http.Header{}
-		l.Check(context.Background(), in, adapter.HeaderMap(h))
+		adapter.Check(l, context.Background(), in, adapter.HeaderMap(h))
 		if got := h.Get("RateLimit"); got != s.rateLimit {
 			t.Errorf("at %v: RateLimit %q, want %q", s.at, got, s.rateLimit)
 		}
@@ -83,9 +83,9 @@ func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
 	for range 2 { // admitted, then refused
 		for i, l := range limits {
 			rec.h = http.Header{}
-			l.Check(context.Background(), in, rec)
+			adapter.Check(l, context.Background(), in, rec)
 			// Stacked: a second limit of the same policy adds its members to the first's.
-			limits[(i+1)%len(limits)].Check(context.Background(), in, rec)
+			adapter.Check(limits[(i+1)%len(limits)], context.Background(), in, rec)
 		}
 	}
 	for name := range rec.names {

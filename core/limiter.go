@@ -59,6 +59,11 @@ func init() {
 	hook.Build = build
 	hook.Extension = func(key, value any) any { return withExtension(key, value) }
 	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
+	hook.RunAhead = func(store any, step time.Duration) {
+		m := store.(*MemoryStore)
+		var n atomic.Int64
+		m.clock = func() int64 { return int64(time.Since(m.epoch)) + n.Add(1)*int64(step) }
+	}
 }
 
 // build is hook.Build: the limit count per period (or of policy's text, with parse) with
@@ -189,9 +194,11 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 
 // Check decides one request. It never fails: store errors go to the error hook and the
 // fail mode decides.
-func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
-	// The verdict stays in this frame: handing its address to an adapter through the
-	// interface would move it to the heap on every request.
+func (l *limiter) Check(ctx context.Context, route, peer string, r Request, canonical bool, h hook.HeaderSetter) (v verdict) {
+	// The verdict and the input stay in this frame: handing their addresses to an adapter
+	// through the interface would move them to the heap on every request.
+	var in input // set field by field, for the reason check sets its Query so
+	in.Route, in.Peer, in.Canonical, in.Request = route, peer, canonical, r
 	t := l
 	if l.tiers != nil {
 		var limited bool
@@ -200,7 +207,7 @@ func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v v
 			return v
 		}
 	}
-	key := t.check(ctx, in, &v)
+	key := t.check(ctx, &in, &v)
 	if h != nil {
 		t.setHeaders(h, &v, key)
 	}
@@ -208,13 +215,16 @@ func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v v
 }
 
 // check decides in into *v, which is zero, and returns the key it decided for.
-func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) {
+func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string) {
 	c := &l.cfg
 	if c.skip != nil && in.Request != nil && c.skip(in.Request) || len(c.allow) > 0 && l.exempt(in.Peer, in.Request) {
 		v.Allowed, v.Skipped = true, true
 		return ""
 	}
-	q := Query{Policy: l.policy, Scope: l.scope(in.Route), Mode: c.mode, Cost: 1}
+	// Set field by field: a composite literal is built aside and then copied, and reading
+	// it back in 16-byte moves stalls on the 8-byte stores just made.
+	var q Query
+	q.Policy, q.Scope, q.Mode, q.Cost = l.policy, l.scope(in.Route), c.mode, 1
 	q.Key = l.key(ctx, in)
 	if c.cost != nil && in.Request != nil {
 		q.Cost = c.cost(in.Request)
@@ -265,7 +275,7 @@ func (l *limiter) check(ctx context.Context, in input, v *verdict) (key string) 
 // requestContext returns ctx or, when the adapter passed none, the request's context:
 // reading a framework's context can cost more than a decision in memory, which never
 // needs it, so adapters may leave it to the few paths that do.
-func requestContext(ctx context.Context, in input) context.Context {
+func requestContext(ctx context.Context, in *input) context.Context {
 	switch {
 	case ctx != nil:
 		return ctx
@@ -337,7 +347,7 @@ const fallbackKeyPrefix = "\x00ip "
 // key names the client. A key function's error is reported (it is a bug or an outage in
 // the application's code) and the request falls back to the client's IP, so a failing
 // key function never turns limiting off.
-func (l *limiter) key(ctx context.Context, in input) string {
+func (l *limiter) key(ctx context.Context, in *input) string {
 	if l.cfg.key == nil || in.Request == nil {
 		return l.clientKey(in.Peer, in.Canonical, in.Request)
 	}

@@ -29,7 +29,7 @@ type MemoryStore struct {
 	seedKey    maphash.Seed
 	keySeeds   [2]uint64
 	seedScope  maphash.Seed
-	clock      func() time.Time // nil: the monotonic clock, read directly (see now)
+	clock      func() int64 // nanoseconds since epoch; nil: the monotonic clock, read directly (see now)
 	epoch      time.Time
 	maxKeys    int64
 	sweepEvery int64
@@ -156,13 +156,14 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		tables:     map[string]*keyTable{},
 	}
 	if cfg != nil {
-		m.clock, m.maxKeys, m.compact = cfg.Now, int64(cfg.MaxKeys), cfg.Compact
+		m.maxKeys, m.compact = int64(cfg.MaxKeys), cfg.Compact
 		if cfg.SweepInterval != 0 {
 			m.sweepEvery = max(0, int64(cfg.SweepInterval))
 		}
-	}
-	if m.clock != nil {
-		m.epoch = m.clock()
+		if now := cfg.Now; now != nil {
+			epoch := now()
+			m.clock = func() int64 { return int64(now().Sub(epoch)) }
+		}
 	}
 	if m.maxKeys < 1 {
 		m.maxKeys = defaultMaxKeys
@@ -174,7 +175,7 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 // the monotonic clock, which is cheaper than time.Now and never jumps.
 func (m *MemoryStore) now() int64 {
 	if m.clock != nil {
-		return int64(m.clock().Sub(m.epoch))
+		return m.clock()
 	}
 	return int64(time.Since(m.epoch))
 }

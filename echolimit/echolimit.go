@@ -79,13 +79,13 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		// client, so every client could pick its own bucket: the peer it is.
 		peer = c.RealIP()
 	}
-	in := adapter.Input{Route: c.Path(), Peer: peer}
+	var req core.Request
 	if m.needsRequest {
 		// echo.Context is an interface: boxing request allocates, so only when a key,
 		// skip or cost function or trusted proxies will read it.
-		in.Request = &request{c}
+		req = &request{c}
 	}
-	v := m.l.Check(r.Context(), in, adapter.HeaderMap(c.Response().Header()))
+	v := m.l.Check(r.Context(), c.Path(), peer, req, false, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			return next(c)

@@ -323,13 +323,13 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method, route strin
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
-	in := adapter.Input{Route: route, Peer: addr}
+	var req core.Request
 	if e.needsRequest {
-		in.Request = &request{ctx: ctx, method: method, route: route, peer: addr}
+		req = &request{ctx: ctx, method: method, route: route, peer: addr}
 	}
 	h := &headerSetter{md: metadata.MD{}}
 	h.sent, _ = ctx.Value(sentKey{}).(metadata.MD)
-	v := e.l.Check(ctx, in, h)
+	v := e.l.Check(ctx, route, addr, req, false, h)
 	md := h.md
 	if len(md) == 0 {
 		md = nil

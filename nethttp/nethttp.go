@@ -78,16 +78,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// router's pattern for the whole mux (a prefix under which this one is mounted), and
 	// core would count every route in one bucket per client: the router this limit was
 	// given (WithMux, WithPattern) is asked instead.
-	in := adapter.Input{Route: r.Pattern, Peer: r.RemoteAddr, Request: request{r}}
+	route, req := r.Pattern, core.Request(request{r})
 	if h.pattern != nil {
-		in.Route = h.pattern(r)
-		if in.Route != r.Pattern && h.needsRequest {
+		route = h.pattern(r)
+		if route != r.Pattern && h.needsRequest {
 			// Key, skip, cost and tier functions see the route the limit keys by, which
 			// r.Pattern does not hold before routing.
-			in.Request = &routedRequest{request{r}, in.Route}
+			req = &routedRequest{request{r}, route}
 		}
 	}
-	v := h.l.Check(r.Context(), in, adapter.HeaderMap(w.Header()))
+	v := h.l.Check(r.Context(), route, r.RemoteAddr, req, false, adapter.HeaderMap(w.Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			h.next.ServeHTTP(w, r)

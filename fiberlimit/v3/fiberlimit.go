@@ -109,21 +109,21 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	// whole Config, and a handler nearly always serves one app, whose config is fixed.
 	var trust atomic.Pointer[proxyTrust]
 	return func(c fiber.Ctx) error {
-		in := adapter.Input{Route: route(c)}
-		in.Peer, in.Canonical = clientIP(c, &trust)
+		peer, canonical := clientIP(c, &trust)
 		// Fiber's own context is one pointer, boxed without allocating: given the request,
 		// core reads its context only where it needs it, since c.Context() costs a lookup
 		// (and a store, on first use). An application's custom context is boxed, which
 		// allocates, only for a limit that reads the request.
 		var ctx context.Context
+		var req core.Request
 		if d, ok := c.(*fiber.DefaultCtx); ok {
-			in.Request = request[*fiber.DefaultCtx]{d}
+			req = request[*fiber.DefaultCtx]{d}
 		} else if needsRequest {
-			in.Request = request[fiber.Ctx]{c}
+			req = request[fiber.Ctx]{c}
 		} else {
 			ctx = c.Context()
 		}
-		v := l.Check(ctx, in, (*header)(&c.Response().Header))
+		v := l.Check(ctx, route(c), peer, req, canonical, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()

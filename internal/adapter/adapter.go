@@ -39,9 +39,13 @@ type Limiter interface {
 	// Check decides one request and, when h is not nil, writes its rate-limit fields in
 	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
 	// help. It never fails: store errors go to the error hook and the fail mode decides.
-	// ctx may be nil when in.Request is set: the request's context is then read only
-	// where it is needed (a store across a network, an error to report).
-	Check(ctx context.Context, in Input, h HeaderSetter) Verdict
+	// ctx may be nil when r is set: the request's context is then read only where it is
+	// needed (a store across a network, an error to report).
+	//
+	// The request is given as an Input's fields (see Input), not as one: a struct of
+	// that size goes through memory, and copying it into the call right after building
+	// it stalls on the stores just made, on every request.
+	Check(ctx context.Context, route, peer string, r core.Request, canonical bool, h HeaderSetter) Verdict
 	// Settle finishes an admitted request whose Verdict carries a Release, once its
 	// handler has answered with status: the limit's rule decides whether it counts. A
 	// request whose status cannot be known (its handler panicked, its connection was
@@ -59,6 +63,11 @@ type Limiter interface {
 	FrameworkIP() bool
 	// Policy returns the limit's policy.
 	Policy() *core.Policy
+}
+
+// Check calls l.Check with in's fields.
+func Check(l Limiter, ctx context.Context, in Input, h HeaderSetter) Verdict {
+	return l.Check(ctx, in.Route, in.Peer, in.Request, in.Canonical, h)
 }
 
 // Must builds the limit "count per period" with opts, for an adapter's Limit: bad

@@ -4,11 +4,11 @@ import (
 	"math"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // BenchApps are the applications the middleware benchmarks compare: one route, bare, then
@@ -27,19 +27,20 @@ func BenchApps() []struct {
 		return []Limit{{Count: 100, Period: time.Microsecond, Opts: opts}}
 	}
 	// A policy of every size, each admitting every request: the store's clock runs a
-	// little faster than the rate allows (see benchClock).
+	// little faster than the rate allows (see hook.RunAhead).
 	// The store's sweep interval (a minute of its clock by default) is scaled with that
 	// clock, as if each request took a microsecond: without it, a clock that moves 21 s a
 	// request would start a pass over the idle keys every third request, where a real
 	// server starts one a minute.
 	sized := func(count int, period time.Duration) []Limit {
 		step := period / time.Duration(count) * 21 / 20
-		clock := &benchClock{start: time.Now(), step: step}
 		sweep := time.Duration(math.MaxInt64)
 		if perMinute := int64(time.Minute / time.Microsecond); int64(step) < math.MaxInt64/perMinute {
 			sweep = time.Duration(perMinute) * step
 		}
-		opts := []core.Option{core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: sweep})), core.WithShortPeriods()}
+		store := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: sweep})
+		hook.RunAhead(store, step)
+		opts := []core.Option{core.WithStore(store), core.WithShortPeriods()}
 		return []Limit{{Count: count, Period: period, Opts: opts}}
 	}
 	return []struct {
@@ -57,20 +58,6 @@ func BenchApps() []struct {
 		{"standard-1e6per1s", App{Routes: []Route{{Path: "/user/:id", Limits: sized(1e6, time.Second)}}}, true},
 		{"standard-20per50ms", App{Routes: []Route{{Path: "/user/:id", Limits: sized(20, 50*time.Millisecond)}}}, false},
 	}
-}
-
-// benchClock is the real clock moved on by step more at every reading, so that one client
-// sending as fast as it can stays within any rate whose count per period is slower than
-// step: the limited route is always the admitted path, at the cost of one reading of the
-// monotonic clock, as the store's own clock, plus an atomic add.
-type benchClock struct {
-	start time.Time
-	step  time.Duration
-	n     atomic.Int64
-}
-
-func (c *benchClock) Now() time.Time {
-	return c.start.Add(time.Since(c.start) + time.Duration(c.n.Add(1))*c.step)
 }
 
 // A Floor is the least work any strict per-client limiter does for an admitted request,

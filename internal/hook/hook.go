@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Input is what an adapter knows of a request. R is core.Request. It is passed by value
-// through several calls on every request, in registers while it is this small.
+// Input is what an adapter knows of a request. R is core.Request. Within core it is
+// passed by pointer: a copy of it, read right after it was written, stalls.
 type Input[R any] struct {
 	// Route is the matched route pattern, "" when the adapter does not know it (no route
 	// matched, or the middleware runs before routing). All requests with an unknown route
@@ -125,6 +125,13 @@ var (
 	DecideState  func(policy any, compact bool, state []int64, now int64, cost int, mode uint8) (decision any, err error)
 	ReleaseState func(policy any, compact bool, state []int64, grant int64, cost int)
 )
+
+// RunAhead is set by package core when it is initialized, for benchmarks of the admitted
+// path under any rate: it makes a new memory store (a *core.MemoryStore, not yet used)
+// read its own clock, the monotonic one, moved on by step more at every reading. One
+// client sending as fast as it can then stays within any rate whose count per period is
+// slower than step, at the cost of the store's own clock plus an atomic add.
+var RunAhead func(store any, step time.Duration)
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
 // without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
