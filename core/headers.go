@@ -1,7 +1,10 @@
 package core
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,23 +232,24 @@ type (
 )
 
 // boxedField formats the RateLimit field for d as a one-element value that a HeaderMap
-// keeps, with one allocation.
+// keeps, with one allocation: the member is measured first and written straight into
+// the box.
 func (l *limiter) boxedField(d *Decision) *[1]string {
-	var buf [fieldBufLen]byte
-	b := l.appendRateLimit(buf[:0], d, l.rateNames)
-	switch {
-	case len(b) <= fieldBufLen/2:
-		box := new(smallBoxedField)
-		n := copy(box.b[:], b)
-		box.v[0] = unsafe.String(&box.b[0], n)
-		return &box.v
-	case len(b) <= fieldBufLen:
-		box := new(boxedField)
-		n := copy(box.b[:], b)
-		box.v[0] = unsafe.String(&box.b[0], n)
-		return &box.v
+	if m, ok := l.member(d, l.rateNames); ok {
+		switch n := m.len(); {
+		case n <= fieldBufLen/2:
+			box := new(smallBoxedField)
+			m.put(box.b[:n])
+			box.v[0] = unsafe.String(&box.b[0], n)
+			return &box.v
+		case n <= fieldBufLen:
+			box := new(boxedField)
+			m.put(box.b[:n])
+			box.v[0] = unsafe.String(&box.b[0], n)
+			return &box.v
+		}
 	}
-	return &[1]string{string(b)} // a long name: two allocations
+	return &[1]string{l.rateLimitField(d, l.rateNames)} // a long name: two allocations
 }
 
 // rateLimitField formats the RateLimit field with names, with one allocation.
@@ -256,6 +260,12 @@ func (l *limiter) rateLimitField(d *Decision, names []string) string {
 
 // appendRateLimit appends the RateLimit field for d, with names, to b.
 func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte {
+	if m, ok := l.member(d, names); ok {
+		n := m.len()
+		b = slices.Grow(b, n)
+		m.put(b[len(b) : len(b)+n])
+		return b[:len(b)+n]
+	}
 	b = append(b, '"')
 	if i := l.policy.indexOf(d.Rate); i >= 0 {
 		b = append(b, names[i]...)
@@ -263,36 +273,95 @@ func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte 
 		b = append(b, d.Rate.String()...) // a rate of another policy, from a store that mixes them up
 	}
 	b = append(b, `";r=`...)
-	b = appendInt(b, int64(d.Remaining))
+	b = strconv.AppendInt(b, int64(d.Remaining), 10)
 	b = append(b, ";t="...)
-	return appendInt(b, ceilSeconds(d.Reset))
+	return strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
 }
 
-// appendInt is strconv.AppendInt(b, n, 10) in fewer instructions, two digits a step: a
-// large policy formats its remaining count on every response.
-func appendInt(b []byte, n int64) []byte {
-	if n < 0 {
-		return strconv.AppendInt(b, n, 10)
+// A rateMember is a RateLimit list member, `"NAME";r=R;t=T`, measured before it is
+// written: a large policy formats one on every response, and written in place it needs
+// neither a buffer to copy from nor an append's capacity check for each part.
+type rateMember struct {
+	name       string
+	r, t       uint64
+	rLen, tLen int
+}
+
+// member returns d's member under names, unless its rate is not the policy's or a number
+// is negative (neither happens with reqlimit's stores): appendRateLimit's general path.
+func (l *limiter) member(d *Decision, names []string) (rateMember, bool) {
+	i := l.policy.indexOf(d.Rate)
+	r, t := int64(d.Remaining), ceilSeconds(d.Reset)
+	if i < 0 || r < 0 || t < 0 {
+		return rateMember{}, false
 	}
-	var a [20]byte // the digits of MaxInt64, and one more for the pairs
-	i := len(a)
-	u := uint64(n)
-	for u >= 100 {
+	m := rateMember{name: names[i], r: uint64(r), t: uint64(t)}
+	m.rLen, m.tLen = decimalLen(m.r), decimalLen(m.t)
+	return m, true
+}
+
+func (m *rateMember) len() int { return len(`"";r=;t=`) + len(m.name) + m.rLen + m.tLen }
+
+// put writes the member into b, which is m.len() bytes long.
+func (m *rateMember) put(b []byte) {
+	b[0] = '"'
+	k := 1 + copy(b[1:], m.name)
+	b = b[k:]
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = '"', ';', 'r', '='
+	putDecimal(b[4:4+m.rLen], m.r)
+	b = b[4+m.rLen:]
+	_ = b[2]
+	b[0], b[1], b[2] = ';', 't', '='
+	putDecimal(b[3:], m.t)
+}
+
+// decimalLen returns the number of decimal digits of u: from its bit length, which gives
+// the digits' count or one less.
+func decimalLen(u uint64) int {
+	// ⌊len·log₁₀2⌋ for u's bit length len: u has n or n+1 digits. 0 has one, as 1 has.
+	u |= 1
+	n := bits.Len64(u) * 1233 >> 12
+	if u >= powersOf10[n] {
+		n++
+	}
+	return n
+}
+
+var powersOf10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// putDecimal writes u's decimal digits into b, which is decimalLen(u) bytes long, from the
+// end: four digits a step, each two a table's pair.
+func putDecimal(b []byte, u uint64) {
+	i := len(b)
+	for u >= 10000 {
+		q := u / 10000
+		r := uint32(u - q*10000)
+		hi := r / 100
+		binary.LittleEndian.PutUint32(b[i-4:i], uint32(digitPair[hi])|uint32(digitPair[r-hi*100])<<16)
+		i -= 4
+		u = q
+	}
+	if u >= 100 {
 		q := u / 100
-		r := (u - q*100) * 2
+		binary.LittleEndian.PutUint16(b[i-2:i], digitPair[u-q*100])
 		i -= 2
-		a[i], a[i+1] = digitPairs[r], digitPairs[r+1]
 		u = q
 	}
 	if u >= 10 {
-		i -= 2
-		a[i], a[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		binary.LittleEndian.PutUint16(b[i-2:i], digitPair[u])
 	} else {
-		i--
-		a[i] = byte('0' + u)
+		b[i-1] = byte('0' + u)
 	}
-	return append(b, a[i:]...)
 }
+
+// digitPair holds the two ASCII digits of each number below 100, the first in the low byte.
+var digitPair = func() (p [100]uint16) {
+	for n := range p {
+		p[n] = uint16('0'+n/10) | uint16('0'+n%10)<<8
+	}
+	return p
+}()
 
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
 	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"

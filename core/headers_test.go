@@ -2,10 +2,12 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,22 +102,29 @@ func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
 	}
 }
 
-// TestAppendIntIsStrconvs: the RateLimit field's own digit writer gives strconv's text for
-// every length of number, signs and the ends of int64 included, appended after what the
-// buffer holds.
-func TestAppendIntIsStrconvs(t *testing.T) {
-	ns := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 3600, 65535, 999_999_999, 1e18 - 1, 1e18, math.MaxInt64, -1, -3600, math.MinInt64}
-	for p := int64(1); p < 1e18; p *= 10 {
+// TestRateLimitMemberIsFormatted: a RateLimit member written in place, digits two at a
+// time from the end into a value measured first, reads as the general formatting's for
+// every length of number, the ends of uint64's range included, and any name.
+func TestRateLimitMemberIsFormatted(t *testing.T) {
+	ns := []uint64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 3600, 65535, 999_999_999, 1e18 - 1, 1e18, 1e19 - 1, 1e19, math.MaxInt64, math.MaxUint64}
+	for p := uint64(1); p <= 1e19; p *= 10 {
 		ns = append(ns, p-1, p, p+1, 2*p-1)
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for range 10000 {
-		ns = append(ns, rng.Int64()>>rng.IntN(63))
+		ns = append(ns, rng.Uint64()>>rng.IntN(64))
 	}
 	for _, n := range ns {
-		prefix := []byte(`"1e9/1h";r=`)
-		if got, want := string(core.AppendInt(prefix, n)), string(strconv.AppendInt(prefix, n, 10)); got != want {
-			t.Fatalf("appendInt(%d) = %q, want %q", n, got, want)
+		if got, want := core.DecimalLen(n), len(strconv.FormatUint(n, 10)); got != want {
+			t.Fatalf("decimalLen(%d) = %d, want %d", n, got, want)
+		}
+	}
+	names := []string{"", "3/1m", "1000000000/1h", "500/2s-free", strings.Repeat("n", 40)}
+	for i, r := range ns {
+		name, reset := names[i%len(names)], ns[(i*7+3)%len(ns)]
+		want := fmt.Sprintf(`"%s";r=%d;t=%d`, name, r, reset)
+		if got := core.PutMember(name, r, reset); got != want {
+			t.Fatalf("member(%q, %d, %d) = %q, want %q", name, r, reset, got, want)
 		}
 	}
 }
