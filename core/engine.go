@@ -89,7 +89,11 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		return p.checkCost(cost)
 	}
 	if p.single {
-		p.applySingle(d, s, now, cost, mode)
+		if cost == 1 && mode == Enforce {
+			p.applyOne(d, s, now)
+		} else {
+			p.applySingle(d, s, now, cost, mode)
+		}
 		return nil
 	}
 	if len(p.rates) == 1 {
@@ -191,6 +195,46 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 	}
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
+	}
+}
+
+// applyOne is applySingle for the usual request, of cost 1 under Enforce: the grant that
+// would leave the window to make room is the oldest, at the write index, and the newest,
+// the one before it, is the one just recorded if any was. The same answers as
+// applySingle's (the oracle tests hold it to that).
+func (p *Policy) applyOne(d *Decision, s []int64, now int64) {
+	r := p.rates[0]
+	N, T := r.Count, int64(r.Period)
+	log := s[1 : 1+N]
+	w := int(s[0])
+	newest := log[back(w, 1, N)]
+	now = max(now, newest)
+	cutoff := now - T
+	oldest := log[w]
+	allowed := oldest <= cutoff
+	if allowed {
+		log[w] = now
+		if w++; w == N {
+			w = 0
+		}
+		s[0] = int64(w)
+		d.Grant, newest = now, now
+	}
+	var used int
+	switch {
+	case newest <= cutoff:
+	case N == 1 || log[back(w, 2, N)] <= cutoff:
+		used = 1
+	default:
+		used = usedInLog(log, w, N, cutoff)
+	}
+	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
+	if used > 0 {
+		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
+		d.FullReset = time.Duration(newest + T - now)
+	}
+	if !allowed && oldest != never {
+		d.RetryAfter = time.Duration(max(0, oldest+T-now))
 	}
 }
 

@@ -393,10 +393,11 @@ func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 }
 
 // table returns the key table of p's text, remembered on p for the common case of one
-// store per policy.
+// store per policy: the table itself, whose store says whether it is this store's, so
+// that finding it waits on one load.
 func (m *MemoryStore) table(p *Policy) *keyTable {
-	if memo := p.memo.Load(); memo != nil && memo.store == m {
-		return memo.table
+	if t := p.memo.Load(); t != nil && t.store == m {
+		return t
 	}
 	m.mu.Lock()
 	t := m.tables[p.text]
@@ -411,14 +412,8 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 		m.tables[p.text] = t
 	}
 	m.mu.Unlock()
-	p.memo.Store(&policyMemo{store: m, table: t})
+	p.memo.Store(t)
 	return t
-}
-
-// policyMemo is the last store a policy was decided in, and its table there.
-type policyMemo struct {
-	store *MemoryStore
-	table *keyTable
 }
 
 func newSlotArray(n int) *slotArray {

@@ -27,7 +27,7 @@ type Policy struct {
 	stateLen     int
 	units        unitClock // single: the compact log's units (see compact.go)
 
-	memo atomic.Pointer[policyMemo] // MemoryStore's table for this policy
+	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }
 
 // NewPolicy returns the policy enforcing all of rates, in the order given: counts from 1
