@@ -178,16 +178,7 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 		s[0] = int64(w)
 		d.Grant = now
 	}
-	// A client well under its limit holds a grant or two in the window: counted without
-	// the search.
-	var used int
-	switch cutoff := now - T; {
-	case log[back(w, 1, N)] <= cutoff:
-	case N == 1 || log[back(w, 2, N)] <= cutoff:
-		used = 1
-	default:
-		used = usedInLog(log, w, N, cutoff)
-	}
+	used := usedSince(log, w, now-T)
 	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
 	if used > 0 {
 		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
@@ -220,14 +211,7 @@ func (p *Policy) applyOne(d *Decision, s []int64, now int64) {
 		s[0] = int64(w)
 		d.Grant, newest = now, now
 	}
-	var used int
-	switch {
-	case newest <= cutoff:
-	case N == 1 || log[back(w, 2, N)] <= cutoff:
-		used = 1
-	default:
-		used = usedInLog(log, w, N, cutoff)
-	}
+	used := usedSince(log, w, cutoff)
 	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
 	if used > 0 {
 		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
@@ -420,6 +404,20 @@ func back(w, k, n int) int {
 		return i
 	}
 	return w - k + n
+}
+
+// usedSince counts the grants after cutoff in the whole log of a single exact rate, w
+// its write index. A client well under its limit holds a grant or two in the window:
+// counted without the search.
+func usedSince(log []int64, w int, cutoff int64) int {
+	N := len(log)
+	switch {
+	case log[back(w, 1, N)] <= cutoff:
+		return 0
+	case N == 1 || log[back(w, 2, N)] <= cutoff:
+		return 1
+	}
+	return usedInLog(log, w, N, cutoff)
 }
 
 // usedInLog counts the grants after cutoff among the last n of the log. Entries only get
