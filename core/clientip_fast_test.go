@@ -3,6 +3,8 @@ package core
 import (
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
@@ -26,6 +28,35 @@ func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 		}
 		inputs = append(inputs, string(b))
 	}
+	// Near-addresses: four numbers (some too large, some with leading zeros, some
+	// missing), separators mostly dots, then nothing, a port, a second colon, a NUL or
+	// long text.
+	num := func() string {
+		switch rng.IntN(8) {
+		case 0:
+			return ""
+		case 1:
+			return "0" + strconv.Itoa(rng.IntN(300))
+		case 2:
+			return strconv.Itoa(250 + rng.IntN(10))
+		case 3:
+			return strconv.Itoa(rng.IntN(10000))
+		}
+		return strconv.Itoa(rng.IntN(256))
+	}
+	seps := []string{".", ".", ".", ".", ".", ".", "", ":", "..", "\x00"}
+	tails := []string{"", "", ":1234", ":0", ":", "::1", ":12:34", "\x00", ":" + strings.Repeat("9", 40), "x", ".5"}
+	for range 300000 {
+		var b strings.Builder
+		for j := range 4 {
+			if j > 0 {
+				b.WriteString(seps[rng.IntN(len(seps))])
+			}
+			b.WriteString(num())
+		}
+		b.WriteString(tails[rng.IntN(len(tails))])
+		inputs = append(inputs, b.String())
+	}
 	for _, s := range inputs {
 		host := hook.HostOf(s)
 		a, err := netip.ParseAddr(host)
@@ -33,6 +64,9 @@ func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 		got, ok := canonicalIPv4Host(s)
 		if ok && (!want || got != host) {
 			t.Fatalf("canonicalIPv4Host(%q) = %q, %v; hostOf gives %q, netip says %v", s, got, ok, host, want)
+		}
+		if want && !ok && !strings.HasPrefix(s, "[") && strings.Count(s, ":") <= 1 {
+			t.Fatalf("canonicalIPv4Host(%q) declined the canonical host %q", s, host)
 		}
 	}
 	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "192.0.2.1:65535", "0.0.0.0:0", "255.255.255.255"} {
