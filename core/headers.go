@@ -235,7 +235,8 @@ type (
 // keeps, with one allocation: the member is measured first and written straight into
 // the box.
 func (l *limiter) boxedField(d *Decision) *[1]string {
-	if m, ok := l.member(d, l.rateNames); ok {
+	var m rateMember
+	if l.member(&m, d, l.rateNames) {
 		switch n := m.len(); {
 		case n <= fieldBufLen/2:
 			box := new(smallBoxedField)
@@ -260,7 +261,8 @@ func (l *limiter) rateLimitField(d *Decision, names []string) string {
 
 // appendRateLimit appends the RateLimit field for d, with names, to b.
 func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte {
-	if m, ok := l.member(d, names); ok {
+	var m rateMember
+	if l.member(&m, d, names) {
 		n := m.len()
 		b = slices.Grow(b, n)
 		m.put(b[len(b) : len(b)+n])
@@ -280,24 +282,27 @@ func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte 
 
 // A rateMember is a RateLimit list member, `"NAME";r=R;t=T`, measured before it is
 // written: a large policy formats one on every response, and written in place it needs
-// neither a buffer to copy from nor an append's capacity check for each part.
+// neither a buffer to copy from nor an append's capacity check for each part. It is set
+// through a pointer, field by field: a copy of it, read back right after its fields were
+// stored, stalls.
 type rateMember struct {
 	name       string
 	r, t       uint64
 	rLen, tLen int
 }
 
-// member returns d's member under names, unless its rate is not the policy's or a number
-// is negative (neither happens with reqlimit's stores): appendRateLimit's general path.
-func (l *limiter) member(d *Decision, names []string) (rateMember, bool) {
+// member sets *m to d's member under names, unless its rate is not the policy's or a
+// number is negative (neither happens with reqlimit's stores): appendRateLimit's general
+// path.
+func (l *limiter) member(m *rateMember, d *Decision, names []string) bool {
 	i := l.policy.indexOf(d.Rate)
 	r, t := int64(d.Remaining), ceilSeconds(d.Reset)
 	if i < 0 || r < 0 || t < 0 {
-		return rateMember{}, false
+		return false
 	}
-	m := rateMember{name: names[i], r: uint64(r), t: uint64(t)}
+	m.name, m.r, m.t = names[i], uint64(r), uint64(t)
 	m.rLen, m.tLen = decimalLen(m.r), decimalLen(m.t)
-	return m, true
+	return true
 }
 
 func (m *rateMember) len() int { return len(`"";r=;t=`) + len(m.name) + m.rLen + m.tLen }
