@@ -86,13 +86,8 @@ func canonicalIPv4Host(s string) (string, bool) {
 	if i == len(s) {
 		return s, true
 	}
-	if s[i] != ':' {
-		return "", false
-	}
-	for j := i + 1; j < len(s); j++ {
-		if s[j] == ':' {
-			return "", false // hostOf keeps text with several colons whole
-		}
+	if s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0 {
+		return "", false // hostOf keeps text with several colons whole
 	}
 	return s[:i], true
 }
