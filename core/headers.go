@@ -368,9 +368,6 @@ var digitPair = func() (p [100]uint16) {
 	return p
 }()
 
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
-
 // sfName returns name as the inside of a Structured Field String (RFC 9651), as member
 // names are kept: '"' and '\' escaped, and each byte a String cannot hold (outside
 // printable ASCII), and '%' itself, written as %XX. Rate names need none of it; a tier's
