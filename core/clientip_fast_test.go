@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +47,16 @@ func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 	}
 	seps := []string{".", ".", ".", ".", ".", ".", "", ":", "..", "\x00"}
 	tails := []string{"", "", ":1234", ":0", ":", "::1", ":12:34", "\x00", ":" + strings.Repeat("9", 40), "x", ".5"}
+	// Ports of every length up to 12 with a second colon at each place, or none.
+	for n := range 13 {
+		port := []byte(strings.Repeat("9", n))
+		inputs = append(inputs, "10.1.2.3:"+string(port), "1.2.3.4:"+string(port))
+		for j := range port {
+			c := slices.Clone(port)
+			c[j] = ':'
+			inputs = append(inputs, "10.1.2.3:"+string(c), "1.2.3.4:"+string(c), "192.168.100.200:"+string(c))
+		}
+	}
 	for range 300000 {
 		var b strings.Builder
 		for j := range 4 {
