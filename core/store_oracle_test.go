@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -171,7 +172,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 				}
 				if !exact {
 					// Bounded or compact: Remaining and RetryAfter within the documented slack.
-					remHi, remLo := 1<<62, 1<<62
+					remHi, remLo := math.MaxInt, math.MaxInt
 					var retryLo, retryHi time.Duration
 					for _, r := range rates {
 						sl := time.Duration(slack(r))
@@ -192,7 +193,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 					continue
 				}
 				// Exact: every field.
-				var wantRem int = 1 << 62
+				wantRem := math.MaxInt
 				var wantRetry, wantFull time.Duration
 				for _, r := range rates {
 					used := oracleUsed(kept[key], now, r.Period)
@@ -251,7 +252,7 @@ var oracleExtraPolicies = []*core.Policy{
 	mustPolicy(core.Rate{Count: 300, Period: 365 * 24 * time.Hour}),
 	mustPolicy(core.Rate{Count: 5, Period: core.MaxPeriodForTest}),
 	mustPolicy(core.Rate{Count: 300, Period: core.MaxPeriodForTest}, core.Rate{Count: 2, Period: time.Second}),
-	mustPolicy(core.Rate{Count: 10_000_000_000_000, Period: time.Second}, core.Rate{Count: 4, Period: 10 * time.Millisecond}),
+	mustPolicy(core.Rate{Count: bounds.LargestInt, Period: time.Second}, core.Rate{Count: 4, Period: 10 * time.Millisecond}),
 }
 
 var oracleSeed = func() uint64 {

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +102,11 @@ func TestHugeCounts(t *testing.T) {
 			}
 		}
 	}
-	_, err := core.NewPolicy(core.Rate{Count: 3, Period: time.Minute}, core.Rate{Count: bounds.LargestCount + 1, Period: time.Hour})
-	if !errors.Is(err, core.ErrBadPolicy) {
-		t.Errorf("NewPolicy with a count above the largest: %v", err)
+	if over := int64(bounds.LargestCount) + 1; over <= math.MaxInt { // not on 32-bit platforms
+		_, err := core.NewPolicy(core.Rate{Count: 3, Period: time.Minute}, core.Rate{Count: int(over), Period: time.Hour})
+		if !errors.Is(err, core.ErrBadPolicy) {
+			t.Errorf("NewPolicy with a count above the largest: %v", err)
+		}
 	}
 }
 
@@ -111,22 +114,22 @@ func TestHugeCounts(t *testing.T) {
 // flood of refused requests of the largest cost cannot grow the sum until it overflows
 // and admits.
 func TestPenaltyCannotOverflow(t *testing.T) {
-	p := mustPolicy(core.Rate{Count: bounds.LargestCount, Period: time.Hour})
+	p := mustPolicy(core.Rate{Count: bounds.LargestInt, Period: time.Hour})
 	s := p.NewState()
-	d, err := p.Apply(s, 0, bounds.LargestCount, core.Penalty)
+	d, err := p.Apply(s, 0, bounds.LargestInt, core.Penalty)
 	if err != nil || !d.Allowed {
 		t.Fatalf("first: %+v %v", d, err)
 	}
 	// Enough refusals of the largest cost to pass int64's range without the cap.
 	for i := range 1_000_000 {
-		d, err := p.Apply(s, int64(i), bounds.LargestCount, core.Penalty)
+		d, err := p.Apply(s, int64(i), bounds.LargestInt, core.Penalty)
 		if err != nil || d.Allowed {
 			t.Fatalf("refusal %d: %+v %v", i, d, err)
 		}
 	}
 	// And the key frees once the hour (and its bucket) has passed.
 	d, _ = p.Apply(s, int64(time.Hour+time.Hour/50), 1, core.Enforce)
-	if !d.Allowed || d.Remaining != bounds.LargestCount-1 {
+	if !d.Allowed || d.Remaining != bounds.LargestInt-1 {
 		t.Fatalf("an hour later: %+v", d)
 	}
 }

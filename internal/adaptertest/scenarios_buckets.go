@@ -142,7 +142,7 @@ var bucketScenarios = []Scenario{
 		App: func(Traits, Adapter, *Probe) App {
 			return App{Routes: []Route{
 				{Path: "/a", Limits: []Limit{{Policy: "1000000000000/365d"}}},
-				{Path: "/b", Limits: []Limit{{Count: bounds.LargestCount, Period: 100 * 365 * 24 * time.Hour}}},
+				{Path: "/b", Limits: []Limit{{Count: bounds.LargestInt, Period: 100 * 365 * 24 * time.Hour}}},
 			}}
 		},
 		Steps: fixed(

@@ -41,17 +41,23 @@ func TestVet(t *testing.T) {
 	}
 }
 
-// TestBuildsOn32BitPlatforms: the library compiles where int is 32 bits (386, arm). Its
-// largest count does not fit such an int, so it must be compared as int64: otherwise core
-// does not build there at all.
+// TestBuildsOn32BitPlatforms: the library and its tests compile where int is 32 bits
+// (386, arm). Its largest count does not fit such an int, so it must be compared as int64
+// (otherwise core does not build there at all), and tests take it as bounds.LargestInt.
 func TestBuildsOn32BitPlatforms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a build for another platform takes a while")
 	}
-	cmd := exec.Command("go", "build", "-o", os.DevNull, "./core/...", "./nethttp")
-	cmd.Dir = root(t)
-	cmd.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("GOARCH=386 go build: %v\n%s", err, out)
+	for _, args := range [][]string{
+		{"build", "-o", os.DevNull, "./core/...", "./nethttp"},
+		// vet type-checks the tests too: they must build there, to be run there.
+		{"vet", "./core/...", "./nethttp", "./internal/..."},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root(t)
+		cmd.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("GOARCH=386 go %s: %v\n%s", args[0], err, out)
+		}
 	}
 }

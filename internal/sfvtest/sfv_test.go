@@ -34,7 +34,7 @@ func TestFieldsParseAsStructuredFields(t *testing.T) {
 		{"one-rate", "3/1m", nil, "", 5},
 		{"several-rates", "2/1s,3/1m,100/1h", nil, "", 5},
 		{"big-count", "1000000000000/365d", nil, "", 3},
-		{"largest-count", strconv.Itoa(bounds.LargestCount) + "/1d", nil, "", 3},
+		{"largest-count", strconv.FormatInt(bounds.LargestCount, 10) + "/1d", nil, "", 3},
 		{"long-period", "5/8760h", nil, "", 7},
 		{"sub-second", "2/250ms,3/1m", nil, "", 4}, // 3/1m: a refusal however slow the machine
 		{"bounded", "100000/1s", nil, "", 3},
