@@ -1,7 +1,9 @@
 package core
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,15 +121,22 @@ func parseRate(s string) (Rate, error) {
 	if !ok {
 		return Rate{}, fmt.Errorf("want COUNT/PERIOD, such as 3/1m")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(count))
-	if err != nil {
+	text := strings.TrimSpace(count)
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(text, "-"), err == nil && n > maxCount:
+		return Rate{}, aboveLargest(text)
+	case err != nil:
 		return Rate{}, fmt.Errorf("bad count %q", count)
+	case n > math.MaxInt:
+		// A 32-bit platform: a count this large cannot be given as a Rate's int.
+		return Rate{}, fmt.Errorf("count %d is above the largest an int holds on this platform, %d: give a smaller count over a shorter period, or build for 64 bits", n, math.MaxInt)
 	}
 	d, err := parsePeriod(strings.TrimSpace(period))
 	if err != nil {
 		return Rate{}, err
 	}
-	return Rate{Count: n, Period: d}, nil
+	return Rate{Count: int(n), Period: d}, nil
 }
 
 // Rates returns a copy of the policy's rates, in the order given.

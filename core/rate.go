@@ -35,6 +35,11 @@ const minPeriod = bounds.ShortestPeriod
 // counts stays exact (in Redis's Lua too) and within a Structured Field integer.
 const maxCount = bounds.LargestCount
 
+// aboveLargest is the error of a count above maxCount, given as text.
+func aboveLargest(count string) error {
+	return fmt.Errorf("count %s is above the largest, %d", count, int64(maxCount))
+}
+
 // exact reports whether r is kept as an exact log of grant times.
 func (r Rate) exact() bool { return r.Count <= exactMax }
 
@@ -44,7 +49,7 @@ func (r Rate) validate() error {
 		return fmt.Errorf("count %d: want at least 1 request per period (to refuse every request, answer it yourself): %w", r.Count, ErrBadPolicy)
 	}
 	if int64(r.Count) > maxCount { // as int64: on 32-bit platforms maxCount is above any int
-		return fmt.Errorf("count %d is above the largest, %d: %w", r.Count, int64(maxCount), ErrBadPolicy)
+		return fmt.Errorf("%w: %w", aboveLargest(strconv.Itoa(r.Count)), ErrBadPolicy)
 	}
 	if r.Period <= 0 {
 		return fmt.Errorf("period %v: want a positive duration, such as time.Minute: %w", r.Period, ErrBadPolicy)

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -204,7 +205,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 							win = append(win, g)
 						}
 					}
-					slices.SortFunc(win, func(a, b *oracleGrant) int { return int(a.at - b.at) })
+					slices.SortFunc(win, func(a, b *oracleGrant) int { return cmp.Compare(a.at, b.at) })
 					if len(win) > 0 {
 						wantFull = max(wantFull, time.Duration(win[len(win)-1].at+int64(r.Period)-now))
 					}
@@ -280,7 +281,7 @@ func oracleRetry(gs []*oracleGrant, now int64, r core.Rate, cost int, slack time
 	if need <= 0 {
 		return 0
 	}
-	slices.SortFunc(win, func(a, b *oracleGrant) int { return int(a.at - b.at) })
+	slices.SortFunc(win, func(a, b *oracleGrant) int { return cmp.Compare(a.at, b.at) })
 	freed := 0
 	for _, g := range win {
 		freed += g.cost

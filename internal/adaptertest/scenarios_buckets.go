@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -136,22 +137,23 @@ var bucketScenarios = []Scenario{
 			"RateLimit-Policy": `"5/10ms";q=5`}}),
 	},
 	{
-		// A count of a trillion per year works end to end: no overflow on the way to the
-		// fields, which stay within a Structured Field integer's 15 digits.
+		// A count of a trillion per year, and the largest per century, work end to end:
+		// no overflow on the way to the fields, which stay within a Structured Field
+		// integer's 15 digits. (On 32-bit platforms: the largest count an int holds.)
 		Name: "huge-counts-and-long-periods",
 		App: func(Traits, Adapter, *Probe) App {
 			return App{Routes: []Route{
-				{Path: "/a", Limits: []Limit{{Policy: "1000000000000/365d"}}},
+				{Path: "/a", Limits: []Limit{{Policy: strconv.Itoa(trillion) + "/365d"}}},
 				{Path: "/b", Limits: []Limit{{Count: bounds.LargestInt, Period: 100 * 365 * 24 * time.Hour}}},
 			}}
 		},
 		Steps: fixed(
 			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{
-				"RateLimit-Policy": `"1000000000000/365d";q=1000000000000;w=31536000`},
-				Check: resetWithin(`"1000000000000/365d";r=999999999999;t=`, 365*24*time.Hour)},
+				"RateLimit-Policy": fmt.Sprintf(`"%d/365d";q=%d;w=31536000`, trillion, trillion)},
+				Check: resetWithin(fmt.Sprintf(`"%d/365d";r=%d;t=`, trillion, trillion-1), 365*24*time.Hour)},
 			Step{Request: Request{Path: "/b"}, Status: 200, Header: map[string]string{
-				"RateLimit-Policy": `"10000000000000/36500d";q=10000000000000;w=3153600000`},
-				Check: resetWithin(`"10000000000000/36500d";r=9999999999999;t=`, 36500*24*time.Hour)},
+				"RateLimit-Policy": fmt.Sprintf(`"%d/36500d";q=%d;w=3153600000`, bounds.LargestInt, bounds.LargestInt)},
+				Check: resetWithin(fmt.Sprintf(`"%d/36500d";r=%d;t=`, bounds.LargestInt, bounds.LargestInt-1), 36500*24*time.Hour)},
 		),
 	},
 	{
@@ -172,6 +174,8 @@ var bucketScenarios = []Scenario{
 }
 
 var errKeyDown = errors.New("session store down")
+
+const trillion = min(1_000_000_000_000, math.MaxInt)
 
 // resetWithin checks a RateLimit field that starts with prefix and ends with t: a bounded
 // rate (counts above bounds.LargestExact) holds a grant until its bucket, a hundredth of the

@@ -201,7 +201,7 @@ func badArguments(t *testing.T, a Adapter) {
 			t.Errorf("New(%q): error %v, want one naming the policy and where it was registered", policy, err)
 		}
 	}
-	for _, policy := range []string{"20/50ms", "10/.5s", "1000000000000/365d", "10000000000000/1d"} {
+	for _, policy := range []string{"20/50ms", "10/.5s", strconv.Itoa(trillion) + "/365d", strconv.Itoa(bounds.LargestInt) + "/1d"} {
 		if err := a.New(policy); err != nil {
 			t.Errorf("New(%q): %v", policy, err)
 		}
