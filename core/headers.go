@@ -184,7 +184,7 @@ func newFieldCache(p *Policy) fieldCache {
 	for i, r := range p.rates {
 		secs := ceilSeconds(r.Period+time.Duration(p.gran[i])) + 1
 		// Compared before multiplying: counts and periods are large enough to overflow.
-		if secs > maxCachedFields || int64(r.Count+1) > int64(maxCachedFields-n)/(secs+1) {
+		if secs > maxCachedFields || int64(r.Count)+1 > int64(maxCachedFields-n)/(secs+1) {
 			return fieldCache{}
 		}
 		c.secs = append(c.secs, int(secs))

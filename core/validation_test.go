@@ -190,3 +190,18 @@ func TestNilStoreIsRefusedWhereGiven(t *testing.T) {
 		}
 	}
 }
+
+// The largest count an int holds (on 32-bit platforms, math.MaxInt32) registers and
+// answers with its fields: sizing the cache of RateLimit values must not overflow.
+func TestLargestIntCountRegisters(t *testing.T) {
+	for _, policy := range []string{strconv.Itoa(bounds.LargestInt) + "/1s", strconv.Itoa(bounds.LargestInt) + "/1h"} {
+		l, err := adapter.Parse(policy, core.WithStore(core.NewMemoryStore(nil)))
+		if err != nil {
+			t.Fatalf("%s: %v", policy, err)
+		}
+		h := adapter.HeaderMap{}
+		if v := adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
+			t.Fatalf("%s: %+v, fields %v", policy, v, h)
+		}
+	}
+}
