@@ -237,7 +237,7 @@ func (p *Policy) applyBounded(d *Decision, b []int64, now int64, cost int, mode 
 	}
 	b[bLast] = now
 	used := b[bSum]
-	d.Allowed, d.Rate, d.Remaining = allowed, r, max(0, r.Count-int(used))
+	d.Allowed, d.Rate, d.Remaining = allowed, r, left(r, used)
 	if used > 0 {
 		d.Reset = time.Duration((b[bLo]+1)*g + T - now)
 		d.FullReset = time.Duration(max(0, (b[bNewest]+1)*g+T-now))
@@ -342,7 +342,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
 			}
 		}
-		rem := max(0, r.Count-int(used))
+		rem := left(r, used)
 		// The reported rate is the one with the fewest left: the response's r must never
 		// name room another rate lacks. Ties go to the longest wait (on a refusal, which
 		// then reports the rate that refuses longest) or, admitted, the latest reset. A
@@ -404,6 +404,13 @@ func back(w, k, n int) int {
 		return i
 	}
 	return w - k + n
+}
+
+// left is what r has left with used units counted: none when over it. used is an int64
+// and may be far above the count (Penalty records refusals too), so it is compared as
+// one: as an int it would wrap on 32-bit platforms, into room that is not there.
+func left(r Rate, used int64) int {
+	return int(max(0, int64(r.Count)-used))
 }
 
 // usedSince counts the grants after cutoff in the whole log of a single exact rate, w

@@ -124,8 +124,10 @@ func parseRate(s string) (Rate, error) {
 	text := strings.TrimSpace(count)
 	n, err := strconv.ParseInt(text, 10, 64)
 	switch {
-	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(text, "-"), err == nil && n > maxCount:
+	case err == nil && n > maxCount, errors.Is(err, strconv.ErrRange) && digits(strings.TrimPrefix(text, "+")):
 		return Rate{}, aboveLargest(text)
+	case err == nil && n < math.MinInt, errors.Is(err, strconv.ErrRange) && digits(strings.TrimPrefix(text, "-")):
+		return Rate{}, belowOne(text) // what validate says of other counts below 1, which an int holds
 	case err != nil:
 		return Rate{}, fmt.Errorf("bad count %q", count)
 	case n > math.MaxInt:
@@ -137,6 +139,17 @@ func parseRate(s string) (Rate, error) {
 		return Rate{}, err
 	}
 	return Rate{Count: int(n), Period: d}, nil
+}
+
+// digits reports whether s is a decimal number's digits, and nothing else: ParseInt
+// reports a number too long for int64 before any byte after it that makes it no number.
+func digits(s string) bool {
+	for i := range len(s) {
+		if s[i]-'0' > 9 {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Rates returns a copy of the policy's rates, in the order given.

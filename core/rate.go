@@ -35,6 +35,11 @@ const minPeriod = bounds.ShortestPeriod
 // counts stays exact (in Redis's Lua too) and within a Structured Field integer.
 const maxCount = bounds.LargestCount
 
+// belowOne is the error of a count below 1, given as text.
+func belowOne(count string) error {
+	return fmt.Errorf("count %s: want at least 1 request per period (to refuse every request, answer it yourself)", count)
+}
+
 // aboveLargest is the error of a count above maxCount, given as text.
 func aboveLargest(count string) error {
 	return fmt.Errorf("count %s is above the largest, %d", count, int64(maxCount))
@@ -46,7 +51,7 @@ func (r Rate) exact() bool { return r.Count <= exactMax }
 // validate reports why r cannot be enforced, naming the bad value.
 func (r Rate) validate() error {
 	if r.Count < 1 {
-		return fmt.Errorf("count %d: want at least 1 request per period (to refuse every request, answer it yourself): %w", r.Count, ErrBadPolicy)
+		return fmt.Errorf("%w: %w", belowOne(strconv.Itoa(r.Count)), ErrBadPolicy)
 	}
 	if int64(r.Count) > maxCount { // as int64: on 32-bit platforms maxCount is above any int
 		return fmt.Errorf("%w: %w", aboveLargest(strconv.Itoa(r.Count)), ErrBadPolicy)

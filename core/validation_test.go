@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/bounds"
 )
@@ -85,10 +86,7 @@ func TestPeriodWithLeadingDot(t *testing.T) {
 // that used to panic (a makeslice overflow, an index out of range) are errors or work.
 func TestHugeCounts(t *testing.T) {
 	for _, bad := range []string{"999999999999999999/1d", "110000000000000/d", "9223372036854775807/1s", "10000000000001/1h", "99999999999999999999/1s"} {
-		_, err := core.ParsePolicy(bad)
-		if !errors.Is(err, core.ErrBadPolicy) || !strings.Contains(err.Error(), "is above the largest, 10000000000000") {
-			t.Errorf("%s: %v, want ErrBadPolicy naming the largest count", bad, err)
-		}
+		wantPolicyError(t, bad, "is above the largest, 10000000000000", "")
 	}
 	for _, good := range []string{"1000000000000/365d", "10000000000000/1d", "10000000000000/36500d", "3/36500d"} {
 		l, err := adapter.Parse(good, core.WithStore(core.NewMemoryStore(nil)))
@@ -203,5 +201,75 @@ func TestLargestIntCountRegisters(t *testing.T) {
 		if v := adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
 			t.Fatalf("%s: %+v, fields %v", policy, v, h)
 		}
+	}
+}
+
+// Penalty records refusals, so a bounded rate's sum can reach many times its count (each
+// bucket is capped at the count, not the sum). A key far over its limit has none left:
+// computed as an int, the sum wrapped past 2^32 on 32-bit platforms into room that is not
+// there. One rate (applyBounded) and two (report).
+func TestPenaltyFarOverTheLimitLeavesNone(t *testing.T) {
+	const count = 1 << 30
+	for _, p := range []*core.Policy{
+		mustPolicy(core.Rate{Count: count, Period: time.Hour}),
+		mustPolicy(core.Rate{Count: count, Period: time.Hour}, core.Rate{Count: count, Period: 2 * time.Hour}),
+	} {
+		s := p.NewState()
+		step := int64(time.Hour / 50) // each decision in a bucket of its own
+		for i := range 6 {
+			d, err := p.Apply(s, int64(i)*step, count, core.Penalty)
+			if err != nil {
+				t.Fatalf("%v: %d: %v", p, i, err)
+			}
+			if i > 0 && (d.Allowed || d.Remaining != 0) {
+				t.Errorf("%v: decision %d (%d units recorded): Allowed %v Remaining %d, want refused with 0 left", p, i, int64(i+1)*count, d.Allowed, d.Remaining)
+			}
+		}
+	}
+}
+
+// The same through a Counter, which decides in Penalty mode: a counter of a gigabyte an
+// hour sent four gigabytes counts at least its capacity.
+func TestCounterFarOverItsCapacity(t *testing.T) {
+	const capacity = 1 << 30
+	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+	c, err := core.NewCounter("bytes", capacity, time.Hour, core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		n, err := c.Add(context.Background(), "k", capacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < capacity {
+			t.Errorf("Add %d (%d units added): count %d, want at least the capacity %d", i+1, int64(i+1)*capacity, n, capacity)
+		}
+		clock.Advance(time.Hour / 50)
+	}
+	if n, _ := c.Count(context.Background(), "k"); n < capacity {
+		t.Errorf("Count: %d, want at least the capacity %d", n, capacity)
+	}
+}
+
+// A count below what an int holds (on 32-bit platforms) is refused as below 1, not wrapped
+// into a valid one; a count too long for int64 is above the largest or below 1 only when
+// it is all digits: otherwise it is no number at all.
+func TestCountsBeyondAnIntParseAsTheirSign(t *testing.T) {
+	for _, policy := range []string{"-2147483649/1s", "-4294967295/1s", "-6442450943/1m", "-9223372036854775807/1s", "-99999999999999999999/1s"} {
+		wantPolicyError(t, policy, "want at least 1", "")
+	}
+	for _, policy := range []string{"99999999999999999999x/1s", "99999999999999999999 9/1s", "99999999999999999999-1/1s", "-99999999999999999999x/1s"} {
+		wantPolicyError(t, policy, "bad count", "above the largest")
+	}
+}
+
+// wantPolicyError checks that ParsePolicy refuses policy with ErrBadPolicy and an error
+// saying want, and not saying not (unless "").
+func wantPolicyError(t *testing.T, policy, want, not string) {
+	t.Helper()
+	_, err := core.ParsePolicy(policy)
+	if !errors.Is(err, core.ErrBadPolicy) || !strings.Contains(err.Error(), want) || not != "" && strings.Contains(err.Error(), not) {
+		t.Errorf("ParsePolicy(%q): %v, want ErrBadPolicy saying %q, not %q", policy, err, want, not)
 	}
 }
