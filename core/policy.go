@@ -33,8 +33,8 @@ type Policy struct {
 }
 
 // NewPolicy returns the policy enforcing all of rates, in the order given: counts from 1
-// to ten trillion (or the largest int, if smaller). Unlike limits and ParsePolicy, it
-// accepts periods below 1 ms, for simulations and stores' tests.
+// to min(1e13, math.MaxInt). Unlike limits and ParsePolicy, it accepts periods below
+// 1 ms, for simulations and stores' tests.
 func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
