@@ -175,8 +175,8 @@ func route(c fiber.Ctx) string {
 	return ""
 }
 
-// clientIP returns the request's client address as core reads it (Input.Peer and
-// Input.Canonical): the peer's, or the one the app's trusted proxy forwarded.
+// clientIP returns the request's client address as core reads it (Check's peer and
+// canonical): the peer's, or the one the app's trusted proxy forwarded.
 func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (peer string, canonical bool) {
 	addr := c.RequestCtx().RemoteAddr()
 	t := cache.Load()
