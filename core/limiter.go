@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
+	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // A limiter is one registered limit as the middlewares apply it: its policy, its store, how
@@ -62,7 +63,7 @@ func init() {
 	hook.RunAhead = func(store any, step time.Duration) {
 		m := store.(*MemoryStore)
 		var n atomic.Int64
-		m.clock = func() int64 { return int64(time.Since(m.epoch)) + n.Add(1)*int64(step) }
+		m.clock = func() int64 { return monotime.Nanotime() - m.base + n.Add(1)*int64(step) }
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // The MemoryConfig defaults.
@@ -29,8 +31,8 @@ type MemoryStore struct {
 	seedKey    maphash.Seed
 	keySeeds   [2]uint64
 	seedScope  maphash.Seed
-	clock      func() int64 // nanoseconds since epoch; nil: the monotonic clock, read directly (see now)
-	epoch      time.Time
+	clock      func() int64 // nanoseconds since the store's first reading; nil: monotime.Nanotime since base
+	base       int64        // monotime.Nanotime when the store was created
 	maxKeys    int64
 	sweepEvery int64
 	compact    bool
@@ -136,7 +138,8 @@ type MemoryConfig struct {
 	MaxKeys int // the keys held at most (see MemoryStore); 0 means 1<<20
 	// SweepInterval is how often shards start dropping idle keys; 0 means a minute, <0 always.
 	SweepInterval time.Duration
-	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic one.
+	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic
+	// one, or in a testing/synctest bubble the bubble's.
 	Now func() time.Time
 	// Compact keeps a policy of one rate N per T, N up to 256, in 2 bytes a grant, not 8.
 	// Times are rounded, strictly: a freed slot is granted again, and waits are reported,
@@ -151,9 +154,14 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		seedKey:    maphash.MakeSeed(),
 		keySeeds:   [2]uint64{rand.Uint64(), rand.Uint64()},
 		seedScope:  maphash.MakeSeed(),
-		epoch:      time.Now(),
+		base:       monotime.Nanotime(),
 		sweepEvery: int64(defaultSweepInterval),
 		tables:     map[string]*keyTable{},
+	}
+	if epoch := time.Now(); epoch == epoch.Round(0) {
+		// No monotonic reading: inside a testing/synctest bubble, whose time is its own
+		// and moves only as the bubble sleeps. time.Since reads it there.
+		m.clock = func() int64 { return int64(time.Since(epoch)) }
 	}
 	if cfg != nil {
 		m.maxKeys, m.compact = int64(cfg.MaxKeys), cfg.Compact
@@ -171,13 +179,13 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	return m
 }
 
-// now returns nanoseconds since the store's epoch. Without an injected clock it reads only
-// the monotonic clock, which is cheaper than time.Now and never jumps.
+// now returns nanoseconds since the store was created. Without an injected clock it reads
+// only the monotonic clock, which is cheaper than time.Now and never jumps.
 func (m *MemoryStore) now() int64 {
 	if m.clock != nil {
 		return m.clock()
 	}
-	return int64(time.Since(m.epoch))
+	return monotime.Nanotime() - m.base
 }
 
 // hash names a key within its policy's table t. Keys are 64-bit seeded hashes: two distinct
@@ -203,9 +211,14 @@ func (m *MemoryStore) hash(t *keyTable, scope, key string) uint64 {
 
 // Decide implements Store; it fails only for a nil policy or too high a cost.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
-	err = m.decide(&d, &q, m.now())
+	// Small enough to inline, so that a caller holding a *MemoryStore gets d in place:
+	// returned in registers, it is stored and copied back in a way that stalls the copy.
+	err = m.decideNow(&d, &q)
 	return d, err
 }
+
+// decideNow is decide at the store's clock.
+func (m *MemoryStore) decideNow(d *Decision, q *Query) error { return m.decide(d, q, m.now()) }
 
 // decide is Decide at now, in nanoseconds since the store was created (or since the
 // injected clock's first reading), writing into *d, which is zero (see Policy.apply).

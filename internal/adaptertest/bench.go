@@ -9,6 +9,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/hook"
+	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // BenchApps are the applications the middleware benchmarks compare: one route, bare, then
@@ -70,23 +71,22 @@ func BenchApps() []struct {
 // net.Addr.
 type Floor[K comparable] struct {
 	mu      sync.Mutex
-	start   time.Time
 	clients map[K]*floorState
 }
 
 type floorState struct {
 	n    int
-	last time.Duration
+	last int64
 }
 
 // NewFloor returns a Floor with no client seen.
 func NewFloor[K comparable]() *Floor[K] {
-	return &Floor[K]{start: time.Now(), clients: map[K]*floorState{}}
+	return &Floor[K]{clients: map[K]*floorState{}}
 }
 
 // Admit records a request of the client at peer.
 func (f *Floor[K]) Admit(peer K) {
-	now := time.Since(f.start)
+	now := monotime.Nanotime() // the clock the memory store reads
 	f.mu.Lock()
 	s := f.clients[peer]
 	if s == nil {
