@@ -130,7 +130,8 @@ var (
 // path under any rate: it makes a new memory store (a *core.MemoryStore, not yet used)
 // read its own clock, the monotonic one, moved on by step more at every reading. One
 // client sending as fast as it can then stays within any rate whose count per period is
-// slower than step, at the cost of the store's own clock plus an atomic add.
+// slower than step, at the cost of the store's own clock plus an add. The store is then
+// for one goroutine only.
 var RunAhead func(store any, step time.Duration)
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
