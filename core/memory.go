@@ -252,9 +252,12 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 			now = t.pastFence(h, now)
 		}
 		var err error
-		if t.compact {
+		switch {
+		case t.compact:
 			err = p.applyCompact(d, s[2:], now, q.Cost, q.Mode)
-		} else {
+		case p.single && q.Cost <= 1 && q.Mode == Enforce:
+			p.applyOne(d, s[2:], now) // the usual request, without apply's dispatch
+		default:
 			err = p.apply(d, s[2:], now, q.Cost, q.Mode)
 		}
 		mu.Unlock()
