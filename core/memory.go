@@ -139,7 +139,7 @@ type MemoryConfig struct {
 	// SweepInterval is how often shards start dropping idle keys; 0 means a minute, <0 always.
 	SweepInterval time.Duration
 	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic
-	// one, or in a testing/synctest bubble the bubble's.
+	// one, and in a testing/synctest bubble the store was made in, the bubble's.
 	Now func() time.Time
 	// Compact keeps a policy of one rate N per T, N up to 256, in 2 bytes a grant, not 8.
 	// Times are rounded, strictly: a freed slot is granted again, and waits are reported,
@@ -158,10 +158,8 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		sweepEvery: int64(defaultSweepInterval),
 		tables:     map[string]*keyTable{},
 	}
-	if epoch := time.Now(); epoch == epoch.Round(0) {
-		// No monotonic reading: inside a testing/synctest bubble, whose time is its own
-		// and moves only as the bubble sleeps. time.Since reads it there.
-		m.clock = func() int64 { return int64(time.Since(epoch)) }
+	if epoch := time.Now(); inBubble(epoch) {
+		m.clock = bubbleClock(epoch, m.base)
 	}
 	if cfg != nil {
 		m.maxKeys, m.compact = int64(cfg.MaxKeys), cfg.Compact
@@ -177,6 +175,27 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		m.maxKeys = defaultMaxKeys
 	}
 	return m
+}
+
+// inBubble reports whether now, a time.Now reading, was taken inside a testing/synctest
+// bubble: there it has no monotonic reading, since the bubble's time is its own and moves
+// only as the bubble sleeps.
+func inBubble(now time.Time) bool { return now == now.Round(0) }
+
+// bubbleClock is the clock of a store made in a synctest bubble at epoch, when the
+// monotonic clock read base: the bubble's time inside a bubble. Outside one (the bubble
+// ended, and a test goes on with the store, or the store is the process's default) the
+// bubble's time means nothing, and time.Since would read the wall clock against the
+// bubble's made-up date, decades ahead: it reads the monotonic clock since base instead.
+// A bubble that slept has run ahead of that, so the clock steps back, which keeps grants
+// longer: stricter, never laxer.
+func bubbleClock(epoch time.Time, base int64) func() int64 {
+	return func() int64 {
+		if now := time.Now(); inBubble(now) {
+			return int64(now.Sub(epoch))
+		}
+		return monotime.Nanotime() - base
+	}
 }
 
 // now returns nanoseconds since the store was created. Without an injected clock it reads

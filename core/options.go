@@ -155,8 +155,8 @@ func WithHeaders(style HeaderStyle) Option {
 	}
 }
 
-// A FailMode says what happens to a request when the store fails. A request whose context
-// ends before the store answers is refused in every mode: hanging up must not skip a limit.
+// A FailMode says what a request gets when the store fails. One whose context ends
+// before an answer is refused in every mode: hanging up skips no limit.
 type FailMode uint8
 
 const (
