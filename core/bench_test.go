@@ -93,8 +93,8 @@ func BenchmarkOneKeySerial(b *testing.B) {
 
 // BenchmarkFloor times, alone, the two steps no strict in-process decision can skip: a
 // monotonic clock read (the runtime's, as the memory store reads it) and an uncontended
-// lock around the key's state. Their sum is the
-// floor under BenchmarkOneKeySerial's reqlimit rows.
+// lock around the key's state. Their sum is the floor under BenchmarkOneKeySerial's
+// reqlimit rows.
 func BenchmarkFloor(b *testing.B) {
 	var sink int64
 	b.Run("clock", func(b *testing.B) {

@@ -31,7 +31,7 @@ type MemoryStore struct {
 	seedKey    maphash.Seed
 	keySeeds   [2]uint64
 	seedScope  maphash.Seed
-	clock      func() int64 // nanoseconds since the store's first reading; nil: monotime.Nanotime since base
+	clock      func() int64 // nanoseconds since the store was made; nil: monotime.Nanotime since base
 	base       int64        // monotime.Nanotime when the store was created
 	maxKeys    int64
 	sweepEvery int64
