@@ -82,6 +82,10 @@ func (p *Policy) decideState(s []int64, now int64, cost int, mode Mode) (Decisio
 // their own result, so that a decision is written once rather than copied out of every
 // frame on the way.
 func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) error {
+	if p.takesOne(cost, mode) {
+		p.applyOne(d, s, now)
+		return nil
+	}
 	if cost < 1 {
 		cost = 1
 	}
@@ -89,11 +93,7 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		return p.checkCost(cost)
 	}
 	if p.single {
-		if cost == 1 && mode == Enforce {
-			p.applyOne(d, s, now)
-		} else {
-			p.applySingle(d, s, now, cost, mode)
-		}
+		p.applySingle(d, s, now, cost, mode)
 		return nil
 	}
 	if len(p.rates) == 1 {
@@ -187,6 +187,12 @@ func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode M
 	if g := log[back(w, k, N)]; !allowed && g != never {
 		d.RetryAfter = time.Duration(max(0, g+T-now))
 	}
+}
+
+// takesOne reports whether a request of cost (below 1 counts as 1) in mode is decided by
+// applyOne: the usual request, on one exact rate. A count is at least 1, so the cost fits.
+func (p *Policy) takesOne(cost int, mode Mode) bool {
+	return p.single && cost <= 1 && mode == Enforce
 }
 
 // applyOne is applySingle for the usual request, of cost 1 under Enforce: the grant that

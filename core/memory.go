@@ -274,8 +274,8 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 		switch {
 		case t.compact:
 			err = p.applyCompact(d, s[2:], now, q.Cost, q.Mode)
-		case p.single && q.Cost <= 1 && q.Mode == Enforce:
-			p.applyOne(d, s[2:], now) // the usual request, without apply's dispatch
+		case p.takesOne(q.Cost, q.Mode):
+			p.applyOne(d, s[2:], now) // the usual request, without a call through apply
 		default:
 			err = p.apply(d, s[2:], now, q.Cost, q.Mode)
 		}

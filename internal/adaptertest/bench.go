@@ -63,9 +63,10 @@ func BenchApps() []struct {
 
 // A Floor is the least work any strict per-client limiter does for an admitted request,
 // without reqlimit: find the client's state by its address, read the monotonic clock and
-// update the state (a count and a time) under a lock. Adapters' benchmarks put it on the bare route, with the
-// two standard fields set as already formatted values, as "floor": what no limiter can
-// cost less than on that framework, the measure of how much of a limit's cost is its own.
+// update the state (a count and a time) under a lock. Adapters' benchmarks put it on the
+// bare route, with the two standard fields set as already formatted values, as "floor":
+// what no limiter can cost less than on that framework, the measure of how much of a
+// limit's cost is its own.
 // K is the client's address as the framework gives it, without the port (which changes
 // with every connection): the host of net/http's RemoteAddr, the IP of fasthttp's
 // net.Addr.
