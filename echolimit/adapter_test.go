@@ -47,6 +47,9 @@ func (adapter) Traits() adaptertest.Traits {
 func (adapter) WithDenyHandler(status int, body string) core.Option {
 	return echolimit.WithDenyHandler(func(c echo.Context, d core.Decision) error {
 		c.Response().Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		if status == 0 {
+			return nil
+		}
 		return c.String(status, body)
 	})
 }

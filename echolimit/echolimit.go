@@ -107,7 +107,11 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		return err
 	}
 	if m.deny != nil {
-		return m.deny(c, v.Decision)
+		// One that neither wrote nor returned an error would leave Echo to send 200: the
+		// refusal is then the default one.
+		if err := m.deny(c, v.Decision); err != nil || c.Response().Committed {
+			return err
+		}
 	}
 	// Not c.String: its "charset=UTF-8" would differ from the other adapters'.
 	w := c.Response()
@@ -146,6 +150,7 @@ func status(resp *echo.Response, written int, err error) int {
 
 // A DenyFunc writes the response to a refused request, or returns an error for Echo's
 // HTTPErrorHandler (echo.NewHTTPError). Rate-limit fields and Retry-After are already set.
+// One that writes nothing and returns nil leaves the default refusal, never a 200.
 type DenyFunc func(c echo.Context, d core.Decision) error
 
 type denyKey struct{}

@@ -53,6 +53,9 @@ func (adapter) Traits() adaptertest.Traits {
 func (adapter) WithDenyHandler(status int, body string) core.Option {
 	return fiberlimit.WithDenyHandler(func(c *fiber.Ctx, d core.Decision) error {
 		c.Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		if status == 0 {
+			return nil
+		}
 		return c.Status(status).SendString(body)
 	})
 }

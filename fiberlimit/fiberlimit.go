@@ -99,7 +99,9 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			return err
 		}
 		if deny != nil {
-			return deny(c, v.Decision)
+			if answered, err := fastheader.Deny(c.Context(), func() error { return deny(c, v.Decision) }); answered {
+				return err
+			}
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 		return c.Status(v.Status).SendString(l.DenyBody(v.Status, v.Err))
@@ -141,8 +143,9 @@ func useFrameworkIP(app *fiber.App, optIn bool) (string, bool) {
 
 // lastAddress reads the client's address from the last line of header, the one the
 // trusted proxy wrote: Fiber's c.IP() takes the first, which a proxy that appends its own
-// line instead of replacing the field leaves to the client. Anything but one address falls
-// back to the peer, so that garbage passed on by a trusted proxy cannot mint buckets. The
+// line instead of replacing the field leaves to the client. The address is read as core
+// and the v3 adapter read one ("ip", "ip:port", "[ipv6]:port"); anything else falls back
+// to the peer, so that garbage passed on by a trusted proxy cannot mint buckets. The
 // header's bytes belong to the request: they are read in place, and only the parsed
 // address is kept.
 func lastAddress(c *fiber.Ctx, header string) (netip.Addr, bool) {
@@ -150,7 +153,7 @@ func lastAddress(c *fiber.Ctx, header string) (netip.Addr, bool) {
 	if len(lines) == 0 {
 		return netip.Addr{}, false
 	}
-	a, err := netip.ParseAddr(strings.TrimSpace(utils.UnsafeString(lines[len(lines)-1])))
+	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(utils.UnsafeString(lines[len(lines)-1]))))
 	return a, err == nil
 }
 
@@ -170,7 +173,9 @@ type appTrust struct {
 var lastApp atomic.Pointer[appTrust]
 
 // A DenyFunc writes the response to a refused request, or returns an error for the app's
-// ErrorHandler. Rate-limit fields and Retry-After are already set.
+// ErrorHandler. Rate-limit fields and Retry-After are already set. One that returns nil
+// and leaves the response's status and body as they were gets the default refusal, never
+// a 200.
 type DenyFunc func(c *fiber.Ctx, d core.Decision) error
 
 type denyKey struct{}

@@ -45,7 +45,9 @@ func (adapter) Traits() adaptertest.Traits {
 func (adapter) WithDenyHandler(status int, body string) core.Option {
 	return ginlimit.WithDenyHandler(func(c *gin.Context, d core.Decision) {
 		c.Header("X-Wait", adaptertest.Seconds(d.RetryAfter))
-		c.String(status, "%s", body)
+		if status != 0 {
+			c.String(status, "%s", body)
+		}
 	})
 }
 

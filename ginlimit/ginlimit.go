@@ -82,7 +82,11 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		c.Abort()
 		if deny != nil {
 			deny(c, v.Decision)
-			return
+			// One that neither wrote nor set a status would leave Gin to send 200: the
+			// refusal is then the default one.
+			if c.Writer.Written() || c.Writer.Status() != http.StatusOK {
+				return
+			}
 		}
 		c.String(v.Status, "%s", l.DenyBody(v.Status, v.Err))
 	}
@@ -90,6 +94,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 
 // A DenyFunc writes the response to a refused request; the chain is already aborted.
 // Rate-limit fields and Retry-After are already set; the status is the DenyFunc's to write.
+// One that writes nothing and sets no status leaves the default refusal, never a 200.
 type DenyFunc func(c *gin.Context, d core.Decision)
 
 type denyKey struct{}

@@ -51,6 +51,9 @@ func (adapter) Traits() adaptertest.Traits {
 func (adapter) WithDenyHandler(status int, body string) core.Option {
 	return nethttp.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, d core.Decision) {
 		w.Header().Set("X-Wait", adaptertest.Seconds(d.RetryAfter))
+		if status == 0 {
+			return
+		}
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	})

@@ -103,8 +103,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.deny != nil {
-		h.deny(w, r, v.Decision)
-		return
+		// A deny function that writes nothing would leave net/http to send 200: the
+		// refusal is then the default one.
+		s := &adapter.StatusWriter{ResponseWriter: w}
+		h.deny(s.Wrap(), r, v.Decision)
+		if status, hijacked := s.Written(); status != 0 || hijacked {
+			return
+		}
 	}
 	w.Header()["Content-Type"] = plainText
 	w.WriteHeader(v.Status)
@@ -114,7 +119,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var plainText = []string{"text/plain; charset=utf-8"}
 
 // A DenyFunc writes the response to a refused request. Rate-limit fields and Retry-After
-// are already set; the status is the DenyFunc's to write.
+// are already set; the status is the DenyFunc's to write. One that writes nothing leaves
+// the default refusal, never a 200.
 type DenyFunc func(w http.ResponseWriter, r *http.Request, d core.Decision)
 
 type denyKey struct{}

@@ -116,7 +116,16 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 		return err
 	}
 	if m.deny != nil {
-		return m.deny(c, v.Decision)
+		// One that neither wrote nor returned an error would leave Echo to send 200: the
+		// refusal is then the default one. What it writes is watched as above.
+		rw := c.Response()
+		w := &adapter.StatusWriter{ResponseWriter: rw}
+		c.SetResponse(w.Wrap())
+		err := m.deny(c, v.Decision)
+		c.SetResponse(rw)
+		if status, hijacked := w.Written(); err != nil || status != 0 || hijacked {
+			return err
+		}
 	}
 	// Not c.String: its "charset=UTF-8" would differ from the other adapters'.
 	w := c.Response()
@@ -145,6 +154,7 @@ func trustedExtractor(e *echo.Echo) bool {
 
 // A DenyFunc writes the response to a refused request, or returns an error for Echo's
 // HTTPErrorHandler (echo.NewHTTPError). Rate-limit fields and Retry-After are already set.
+// One that writes nothing and returns nil leaves the default refusal, never a 200.
 type DenyFunc func(c *echo.Context, d core.Decision) error
 
 type denyKey struct{}

@@ -139,7 +139,9 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			return err
 		}
 		if deny != nil {
-			return deny(c, v.Decision)
+			if answered, err := fastheader.Deny(c.RequestCtx(), func() error { return deny(c, v.Decision) }); answered {
+				return err
+			}
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 		return c.Status(v.Status).SendString(l.DenyBody(v.Status, v.Err))
@@ -305,7 +307,9 @@ func parseHop(b []byte) (netip.Addr, bool) {
 }
 
 // A DenyFunc writes the response to a refused request, or returns an error for the app's
-// ErrorHandler. Rate-limit fields and Retry-After are already set.
+// ErrorHandler. Rate-limit fields and Retry-After are already set. One that returns nil
+// and leaves the response's status and body as they were gets the default refusal, never
+// a 200.
 type DenyFunc func(c fiber.Ctx, d core.Decision) error
 
 type denyKey struct{}

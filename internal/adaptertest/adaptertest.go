@@ -25,8 +25,8 @@ type Adapter interface {
 	// New calls the adapter's New and returns its error.
 	New(policy string, opts ...core.Option) error
 	// WithDenyHandler returns the adapter's DenyWith option with a deny function in the
-	// framework's idiom that writes status and body and sets X-Wait to the decision's
-	// RetryAfter in whole seconds.
+	// framework's idiom that sets X-Wait to the decision's RetryAfter in whole seconds and
+	// writes status and body; given status 0, it writes nothing and returns no error.
 	WithDenyHandler(status int, body string) core.Option
 }
 

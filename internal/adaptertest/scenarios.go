@@ -277,6 +277,17 @@ var Scenarios = []Scenario{
 			Header: map[string]string{"X-Wait": "60", "Retry-After": "60", "RateLimit": `"1/1m";r=0;t=60`}}),
 	},
 	{
+		// A deny function that writes nothing must not turn the refusal into a 200 (which
+		// a cache or a client would take for an answer): the default refusal follows,
+		// with the fields and headers the function set.
+		Name: "custom-deny-that-writes-nothing-leaves-the-default-refusal",
+		App: func(_ Traits, a Adapter, _ *Probe) App {
+			return one("/a", perMinute(1, a.WithDenyHandler(0, "")))
+		},
+		Steps: fixed(ok("/a"), Step{Request: Request{Path: "/a"}, Status: 429, Body: "Too Many Requests\n",
+			Header: map[string]string{"X-Wait": "60", "Retry-After": "60", "RateLimit": `"1/1m";r=0;t=60`}}),
+	},
+	{
 		Name: "custom-deny-response",
 		App: func(Traits, Adapter, *Probe) App {
 			return one("/a", perMinute(1, core.WithDenyResponse(503, "busy\n")))

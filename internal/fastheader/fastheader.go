@@ -1,5 +1,5 @@
-// Package fastheader reads request header fields for the adapters of frameworks built on
-// fasthttp (Fiber v2 and v3), which share its rules.
+// Package fastheader reads request header fields, and runs deny functions, for the
+// adapters of frameworks built on fasthttp (Fiber v2 and v3), which share its rules.
 package fastheader
 
 import (
@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
 // Lines returns the lines of the request header field name, the request's own bytes, in
@@ -32,4 +34,21 @@ func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 	// The trailer's lines are the last ones. Should an earlier handler have replaced the
 	// field, fewer may be left than arrived; never more than the header held.
 	return lines[:min(n, len(lines))]
+}
+
+// Deny runs an application's deny function on a refused request and reports whether it
+// answered: returned an error (for the app's ErrorHandler), changed the response's status
+// or body, or took the connection over. One that did none of these would leave the
+// framework to send 200 with the rate-limit fields: the adapter then sends its default
+// refusal. A status set to 200 with no body is taken for no answer, the stricter reading.
+// A body stream is never read here (reading one drains it): one counts as an answer.
+func Deny(rc *fasthttp.RequestCtx, deny func() error) (answered bool, err error) {
+	r := &rc.Response
+	status, body := r.StatusCode(), -1
+	if !r.IsBodyStream() {
+		body = len(r.Body())
+	}
+	err = deny()
+	return err != nil || r.StatusCode() != status || r.IsBodyStream() || len(r.Body()) != body ||
+		rc.Hijacked() || adapter.Closed(rc.Conn()), err
 }
