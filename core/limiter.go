@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ type limiter struct {
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
 	localOnce sync.Once
-	local     *MemoryStore // FailLocal's store, made on first failure
+	local     *MemoryStore // FailLocal's store (see localStore), found on first failure
 	lastLog   atomic.Int64
 }
 
@@ -407,7 +408,7 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	case gone || c.failMode == FailClosed:
 		v.Allowed, v.Status, v.Decision, v.Undecided = c.dryRun, c.failStatus, undecided(q.Policy), true
 	case c.failMode == FailLocal:
-		l.localOnce.Do(func() { l.local = NewMemoryStore(nil) })
+		l.localOnce.Do(func() { l.local = localStore(l.store) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
 			v.Release = l.hold(l.local, q, route, &d)
@@ -415,6 +416,33 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	}
 	l.observe(Errored, q, route, v, took)
 	return v
+}
+
+// localStores are where FailLocal decides while a store is down: one for each store, so
+// that limits sharing a scope (WithScope) in the store share their buckets in its stand-in
+// too, rather than each limit granting the quota again.
+var localStores struct {
+	sync.Mutex
+	m map[Store]*MemoryStore
+}
+
+// localStore returns the in-memory stand-in for s, made on first use. A store that cannot
+// be a map key (a struct holding a slice) gets one of its own on each call.
+func localStore(s Store) *MemoryStore {
+	if !reflect.ValueOf(s).Comparable() {
+		return NewMemoryStore(nil)
+	}
+	localStores.Lock()
+	defer localStores.Unlock()
+	local := localStores.m[s]
+	if local == nil {
+		local = NewMemoryStore(nil)
+		if localStores.m == nil {
+			localStores.m = map[Store]*MemoryStore{}
+		}
+		localStores.m[s] = local
+	}
+	return local
 }
 
 // name names the fail mode, for logs.
