@@ -394,7 +394,7 @@ func (l *limiter) report(ctx context.Context, err error) {
 // outage.
 func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
-	gone := ctx.Err() != nil
+	gone := ended(ctx)
 	if gone {
 		err = fmt.Errorf("reqlimit: request ended before the store decided for %s %q: %w", q.Policy, route, err)
 	} else {
@@ -443,6 +443,18 @@ func localStore(s Store) *MemoryStore {
 		localStores.m[s] = local
 	}
 	return local
+}
+
+// ended reports whether ctx has ended, or its deadline has passed: a store given the
+// deadline (the Redis store's own timer, a child context made after it) fails on it before
+// the context's timer has cancelled ctx, and a client that picks its deadline (gRPC's
+// grpc-timeout) must not be admitted uncounted by FailOpen in that gap.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // name names the fail mode, for logs.

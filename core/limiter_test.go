@@ -148,6 +148,36 @@ func TestRequestGoneIsRefusedInEveryFailMode(t *testing.T) {
 	}
 }
 
+// lateContext is a request context whose deadline has passed while its timer has not yet
+// fired: Err is still nil. A store given the deadline fails in that gap.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// deadlineStore fails as a store across a network does when the request's deadline
+// passes during the call.
+type deadlineStore struct{}
+
+func (deadlineStore) Decide(context.Context, core.Query) (core.Decision, error) {
+	return core.Decision{}, fmt.Errorf("redisstore: decide: %w", context.DeadlineExceeded)
+}
+
+// TestRequestPastItsDeadlineIsRefusedBeforeItsTimerFires: a request whose deadline passed
+// during the store call is refused in every fail mode even while its context's Err is
+// still nil: FailOpen admitted it uncounted, so a client choosing short deadlines (gRPC's
+// grpc-timeout) got past a spent limit on Redis.
+func TestRequestPastItsDeadlineIsRefusedBeforeItsTimerFires(t *testing.T) {
+	in := adapter.Input{Route: "/sms", Peer: "192.0.2.1:1"}
+	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
+		l := adapter.Must(3, time.Minute, core.WithStore(deadlineStore{}), core.WithFailMode(mode),
+			core.WithErrorHook(func(context.Context, error) {}))
+		v := adapter.Check(l, lateContext{context.Background()}, in, adapter.HeaderMap{})
+		if v.Allowed || v.Status != 429 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
+			t.Errorf("%v: %+v, want refused with 429 and the reason", mode, v)
+		}
+	}
+}
+
 // A cost above the limit is refused whatever the fail mode (it could never fit, and
 // admitting it uncounted would break the limit), with 413 rather than a 429 that invites a
 // retry, and the error hook hears of it.
