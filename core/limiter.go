@@ -229,7 +229,9 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 	q.Policy, q.Scope, q.Mode, q.Cost = l.policy, l.scope(in.Route), c.mode, 1
 	q.Key = l.key(ctx, in)
 	if c.cost != nil && in.Request != nil {
-		q.Cost = c.cost(in.Request)
+		// Below 1 counts as 1 (Query.Cost), said here too: a store that took a negative
+		// cost for a refund would let a cost function turn the limit off.
+		q.Cost = max(1, c.cost(in.Request))
 	}
 	// The decision is written straight into the verdict: copying it out of each frame on
 	// the way was a measurable part of a request's cost.

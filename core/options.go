@@ -110,8 +110,8 @@ func WithSkip(skip func(Request) bool) Option {
 	return func(c *config) error { c.skip = skip; return nil }
 }
 
-// WithCost charges cost(r) units for a request instead of 1. A cost above the limit is
-// refused with 413 and no Retry-After, and the error hook told.
+// WithCost charges cost(r) units (at least 1) for a request instead of 1. A cost above
+// the limit gets 413 without Retry-After; the error hook is told.
 func WithCost(cost func(Request) int) Option {
 	return func(c *config) error { c.cost = cost; return nil }
 }

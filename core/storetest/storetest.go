@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -341,6 +342,15 @@ func cost(t *testing.T, h Harness) {
 	_, err := h.Store.Decide(context.Background(), q)
 	if !errors.Is(err, core.ErrCostTooHigh) {
 		t.Fatalf("cost 4 of 3: err %v, want ErrCostTooHigh", err)
+	}
+	// A cost below 1 counts as 1: never free, never a refund.
+	for _, c := range []int{0, -1, math.MinInt} {
+		q := core.Query{Policy: p, Key: "below-one-" + strconv.Itoa(c), Cost: c}
+		for i := range 4 {
+			if d := decide(t, h, q); d.Allowed != (i < 3) || d.Allowed && d.Remaining != 2-i {
+				t.Fatalf("cost %d, request %d of 3/1h: got %+v, want counted as cost 1", c, i+1, d)
+			}
+		}
 	}
 }
 
