@@ -62,8 +62,9 @@ func WithRate(count int, period time.Duration) Option {
 	}
 }
 
-// A KeyFunc names the client a request counts against. "" or an error (which goes to the
-// error hook) falls back to the client's IP: a missing credential never turns limiting off.
+// A KeyFunc names the client a request counts against. "" or an error (for the error
+// hook) falls back to the client's IP, a key apart from IP-keyed limits' (WithScope): a
+// missing credential never turns limiting off.
 type KeyFunc func(Request) (string, error)
 
 // WithKey counts per key(r) instead of per client IP, still per route.

@@ -138,14 +138,32 @@ func identify(policy string, stack []string) (ident string, nth int) {
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16), nth
 }
 
+// styleName names a header style as its constant, for errors.
+func styleName(s HeaderStyle) string {
+	switch s {
+	case HeadersStandard:
+		return "HeadersStandard"
+	case HeadersLegacy:
+		return "HeadersLegacy"
+	case HeadersBoth:
+		return "HeadersBoth"
+	case HeadersOff:
+		return "HeadersOff"
+	}
+	return "HeaderStyle(" + itoa(int(s)) + ")"
+}
+
 // unusable returns an error for options that the function registering the limit (fn, such
 // as "ginlimit.Limit") cannot apply, which would otherwise be ignored without a word: a
 // forwarded header without the proxies it is read from, another adapter's option (a deny
-// handler that would never answer), and WithClientIPFromFramework where the framework has
-// no client IP of its own.
+// handler that would never answer), WithClientIPFromFramework where the framework has no
+// client IP of its own, and a partition key in fields that carry none.
 func unusable(c *config, fn string) error {
 	if c.forwardedHeader != "" && len(c.trusted) == 0 {
 		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
+	}
+	if c.pkSecret != nil && c.headers != HeadersStandard && c.headers != HeadersBoth {
+		return fmt.Errorf("WithPartitionKey with WithHeaders(%s): pk is a parameter of the RateLimit-Policy field, which that style does not send; use HeadersStandard or HeadersBoth, or leave WithPartitionKey out", styleName(c.headers))
 	}
 	if fn == "" {
 		return nil

@@ -7,8 +7,8 @@ import (
 )
 
 // A Releaser is a Store that can give a grant back: Release atomically forgets the grant an
-// Enforce decision of q recorded (Decision.Grant), and only it (none if out of every window,
-// or reset since). WithCountWhen needs it.
+// Enforce decision of q recorded (Decision.Grant) if still counted. Once per grant: a
+// bucket can hold several.
 type Releaser interface {
 	Release(ctx context.Context, q Query, grant int64) error
 }
