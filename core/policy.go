@@ -129,7 +129,7 @@ func parseRate(s string) (Rate, error) {
 	case err == nil && n < math.MinInt, errors.Is(err, strconv.ErrRange) && digits(strings.TrimPrefix(text, "-")):
 		return Rate{}, belowOne(text) // what validate says of other counts below 1, which an int holds
 	case err != nil:
-		return Rate{}, fmt.Errorf("bad count %q", count)
+		return Rate{}, fmt.Errorf("bad count %q: want a whole number such as 3 or 1000000000", count)
 	case n > math.MaxInt:
 		// A 32-bit platform: a count this large cannot be given as a Rate's int.
 		return Rate{}, fmt.Errorf("count %d is above the largest an int holds on this platform, %d: give a smaller count over a shorter period, or build for 64 bits", n, math.MaxInt)

@@ -113,7 +113,7 @@ func (r Rate) checkFloor(fromCode bool) error {
 // unit ("s" = "1s"). It accepts days, which time.ParseDuration does not.
 func parsePeriod(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, fmt.Errorf("empty period")
+		return 0, fmt.Errorf("empty period: want a duration such as 1m")
 	}
 	orig := s
 	switch c := s[0]; {
@@ -124,8 +124,11 @@ func parsePeriod(s string) (time.Duration, error) {
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
-		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
-			return 0, fmt.Errorf("bad period %q", orig)
+		if err != nil {
+			return 0, fmt.Errorf("bad period %q: want whole days such as 1d, or a duration such as 36h", orig)
+		}
+		if n > int64(1<<63-1)/int64(24*time.Hour) {
+			return 0, fmt.Errorf("bad period %q: want at most %dd", orig, int64(1<<63-1)/int64(24*time.Hour))
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
