@@ -117,11 +117,15 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// A bucket that fails to reset does not keep the others from resetting: the error
+	// names each that failed, and calling Reset again resets them all again.
 	done := map[bucketID]bool{}
+	var errs []error
 	for _, l := range ls {
 		r, ok := l.store.(Resetter)
 		if !ok {
-			return fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store)
+			errs = append(errs, fmt.Errorf("reqlimit: reset %q of %s: the store %T cannot reset a key (see core.Resetter)", key, l.policy, l.store))
+			continue
 		}
 		for _, b := range l.buckets(key) {
 			if done[b.id] {
@@ -129,11 +133,11 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 			}
 			done[b.id] = true
 			if err := r.Reset(ctx, b.q); err != nil {
-				return fmt.Errorf("reqlimit: reset %q of %s: %w", key, b.q.Policy, err)
+				errs = append(errs, fmt.Errorf("reqlimit: reset %q of %s: %w", key, b.q.Policy, err))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Peek reports the limits' tightest answer for key now, recording nothing. A limit answers

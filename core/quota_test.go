@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -215,5 +216,34 @@ func TestQuotaFindsAnAddressAsTheLimitKeysIt(t *testing.T) {
 				t.Errorf("%s (key function %v): still refused after Reset(%q)", c.peer, keyed, c.asked)
 			}
 		}
+	}
+}
+
+// brokenResetter is a memory store whose resets fail, as a Redis mid-outage's do.
+type brokenResetter struct{ *core.MemoryStore }
+
+func (brokenResetter) Reset(context.Context, core.Query) error {
+	return errors.New("connection refused")
+}
+
+// TestQuotaResetGoesOnPastAFailedBucket: a Quota.Reset whose first limit's store fails to
+// reset still resets the other limits' buckets, and its error names the one that failed;
+// it used to stop at the first error, leaving the client refused by the rest.
+func TestQuotaResetGoesOnPastAFailedBucket(t *testing.T) {
+	q := new(core.Quota)
+	broken := adapter.Must(1, time.Hour, core.WithStore(brokenResetter{core.NewMemoryStore(nil)}), core.WithScope("login"), core.WithQuota(q))
+	working := adapter.Must(2, time.Hour, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("login"), core.WithQuota(q))
+	in := adapter.Input{Route: "POST /login", Peer: "192.0.2.9:1"}
+	for _, l := range []adapter.Limiter{broken, working} {
+		if got := admitted([]adapter.Limiter{l}, in, 3); got != l.Policy().Rates()[0].Count {
+			t.Fatalf("%s: %d of 3 admitted", l.Policy(), got)
+		}
+	}
+	err := q.Reset(context.Background(), "192.0.2.9")
+	if err == nil || !strings.Contains(err.Error(), "1/1h") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Reset: %v, want the failed bucket of 1/1h named", err)
+	}
+	if v := adapter.Check(working, context.Background(), in, nil); !v.Allowed {
+		t.Error("2/1h after a Quota.Reset whose 1/1h bucket failed: refused; the reset stopped at the first error")
 	}
 }
