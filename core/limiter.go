@@ -429,7 +429,7 @@ var localStores struct {
 }
 
 // localStore returns the in-memory stand-in for s, made on first use. A store that cannot
-// be a map key (a struct holding a slice) gets one of its own on each call.
+// be a map key (a struct holding a slice) gets a new one each time: the asking limit's own.
 func localStore(s Store) *MemoryStore {
 	if !reflect.ValueOf(s).Comparable() {
 		return NewMemoryStore(nil)
