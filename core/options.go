@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/textproto"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -84,7 +85,8 @@ func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) { return r.Header(name), nil }
 }
 
-// KeyByValue keys requests by a value stored on them (see Request.Value).
+// KeyByValue keys requests by a value stored on them (Request.Value); one fmt prints
+// anew each time (holding a pointer) is an error: keyed by IP.
 func KeyByValue(key any) KeyFunc {
 	return func(r Request) (string, error) {
 		switch v := r.Value(key).(type) {
@@ -95,6 +97,9 @@ func KeyByValue(key any) KeyFunc {
 		case fmt.Stringer:
 			return v.String(), nil
 		default:
+			if !printsAlike(reflect.ValueOf(v), true, 0) {
+				return "", fmt.Errorf("KeyByValue(%v): a %T prints differently in each request (it holds a pointer, a function or a channel): store a string, a number or a fmt.Stringer", key, v)
+			}
 			return fmt.Sprint(v), nil
 		}
 	}

@@ -9,8 +9,7 @@ import (
 	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
-// A Rate is one limit: at most Count units in any interval of length Period. NewPolicy
-// validates it.
+// A Rate is one limit: at most Count units in any interval of length Period.
 type Rate struct {
 	Count  int
 	Period time.Duration
