@@ -27,9 +27,12 @@ func WithAllowList(prefixes ...string) Option {
 func (l *limiter) exempt(peer string, r Request) bool {
 	addr, err := netip.ParseAddr(hook.HostOf(peer))
 	if err != nil {
-		return false // no address (a unix socket, a garbled peer): limited, never exempt
-	}
-	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
+		// No address (a unix socket, a garbled peer): limited, never exempt, unless a
+		// proxy trusted there forwarded an address on the list.
+		if addr = l.unixClient(r); !addr.IsValid() {
+			return false
+		}
+	} else if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		addr = l.forwardedClient(addr, r)
 	}
 	addr = addr.Unmap().WithZone("")

@@ -28,6 +28,9 @@ func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
+		if a := l.unixClient(r); a.IsValid() {
+			return l.formatAddr(a)
+		}
 		if host == "" {
 			return unknownClient
 		}
@@ -90,6 +93,16 @@ func canonicalIPv4Host(s string) (string, bool) {
 		return "", false // hostOf keeps text with several colons whole
 	}
 	return s[:i], true
+}
+
+// unixClient returns the client a proxy trusted as "unix" (WithTrustedProxies) forwarded
+// on a connection whose peer has no address, or the zero Addr: no such trust, no request,
+// or no address in the header, which leaves the request in the peer's shared bucket.
+func (l *limiter) unixClient(r Request) netip.Addr {
+	if !l.cfg.trustUnix || r == nil {
+		return netip.Addr{}
+	}
+	return l.forwardedClient(netip.Addr{}, r)
 }
 
 func (l *limiter) trusts(a netip.Addr) bool {

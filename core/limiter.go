@@ -188,7 +188,7 @@ func (l *limiter) Extension(key any) any { return l.cfg.extensions[key] }
 // NeedsRequest reports whether Check will read its input's Request.
 func (l *limiter) NeedsRequest() bool {
 	c := &l.cfg
-	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0 || c.tierPick != nil
+	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0 || c.trustUnix || c.tierPick != nil
 }
 
 // FrameworkIP reports whether WithClientIPFromFramework was given.

@@ -29,6 +29,7 @@ type config struct {
 	observer        func(Event)
 	dryRun          bool
 	trusted         []netip.Prefix
+	trustUnix       bool // WithTrustedProxies("unix")
 	allow           []netip.Prefix
 	pkSecret        []byte
 	quota           *Quota
@@ -229,13 +230,16 @@ func WithDenyResponse(status int, body string) Option {
 	}
 }
 
-// WithTrustedProxies makes a forwarded header count, but only on connections from these
-// proxies (CIDRs such as "10.0.0.0/8", or addresses): walked from the right past trusted
-// hops, its first untrusted address is the client. Without it forwarded headers, which
-// any client can forge, are ignored.
+// WithTrustedProxies makes a forwarded header count, but only from these proxies (CIDRs
+// such as "10.0.0.0/8", addresses, "unix" for a peer without one): walked from the right
+// past trusted hops, its first untrusted address is the client. Else it is ignored.
 func WithTrustedProxies(cidrs ...string) Option {
 	return func(c *config) error {
 		for _, s := range cidrs {
+			if s == "unix" {
+				c.trustUnix = true
+				continue
+			}
 			p, err := parsePrefix(s)
 			if err != nil {
 				return fmt.Errorf("WithTrustedProxies: %w", err)
@@ -303,7 +307,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("bad proxy address or CIDR %q", s)
+		return netip.Prefix{}, fmt.Errorf("bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil

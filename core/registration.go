@@ -159,7 +159,7 @@ func styleName(s HeaderStyle) string {
 // handler that would never answer), WithClientIPFromFramework where the framework has no
 // client IP of its own, and a partition key in fields that carry none.
 func unusable(c *config, fn string) error {
-	if c.forwardedHeader != "" && len(c.trusted) == 0 {
+	if c.forwardedHeader != "" && len(c.trusted) == 0 && !c.trustUnix {
 		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
 	}
 	if c.pkSecret != nil && c.headers != HeadersStandard && c.headers != HeadersBoth {
