@@ -9,8 +9,8 @@ type Decision struct {
 	// Rate is the tightest rate: the one with least left, then refusing longest (or resetting latest).
 	Rate      Rate
 	Remaining int // Rate's quota left after this decision
-	// RetryAfter is how long until a refused request of the same cost would fit, if nothing
-	// else is recorded meanwhile (a deny handler's: past the limits before it too); 0 when admitted.
+	// RetryAfter is how long until a refused request of the same cost would fit, if
+	// nothing else is recorded meanwhile; 0 when admitted.
 	RetryAfter time.Duration
 	// Reset is how long at most Remaining more fit (the RateLimit field's t): until the
 	// oldest grant Rate counts leaves its window (a rate of more than 256 per period is

@@ -130,5 +130,3 @@ func PutMember(name string, r, t uint64) string {
 func (m *MemoryStore) HashKey(key string) uint64 { return m.hashKey(key) }
 
 var SameText = sameText
-
-var SpentFor = spentFor

@@ -23,8 +23,12 @@ import (
 // every rate as `"3/1m";q=3;w=60`, and RateLimit reports the tightest as
 // `"3/1m";r=REMAINING;t=SECONDS`, t being how long no more than r fit: Decision.Reset, until
 // the oldest grant the rate counts leaves its window. On a refusal of cost 1 it is
-// Retry-After, unless limits before this one on the request have nothing left for longer
-// (see spentFor): then the refusal's wait, Decision.RetryAfter too, is theirs.
+// Retry-After. Where limits stack, Retry-After is the refusing limit's own wait: a limit
+// before it may have nothing left for longer, which its own member shows, and a retry it
+// refuses gets its wait then. Read back from the fields, that could not be told apart
+// from a dry run's or a grant given back (WithCountWhen), which would keep a client
+// waiting for nothing: a wait too short costs one more refusal, one too long cannot be
+// taken back.
 //
 // v is a pointer because a verdict is about a hundred bytes, copied on every request
 // otherwise; setHeaders does not keep it.
@@ -35,13 +39,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 	d := &v.Decision
 	never := neverAdmitted(v)
 	if !v.Allowed && !never {
-		secs := max(1, ceilSeconds(d.RetryAfter))
-		if a, ok := h.(hook.HeaderAdder); ok {
-			if spent := spentFor(a.Values(hook.HeaderRateLimit)); spent > secs {
-				secs, d.RetryAfter = spent, time.Duration(spent)*time.Second
-			}
-		}
-		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(secs, 10))
+		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
 	if d.Rate.Count == 0 { // the store failed and no decision was made
 		return
@@ -49,12 +47,13 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 	style := l.cfg.headers
 	if never || v.Undecided {
 		// The key's state was not read: only the policy is known. The members of the
-		// limits before this one stay; an undecided refusal's legacy fields say that
-		// nothing is left, rather than leave another limit's room on a 429.
+		// limits before this one stay; a refusal after a store failure says in the
+		// legacy fields that nothing is left, rather than leave another limit's room on
+		// a 429. (A cost above the limit leaves them: smaller requests have room.)
 		if style == HeadersStandard || style == HeadersBoth {
 			l.addPolicy(h)
 		}
-		if v.Undecided && (style == HeadersLegacy || style == HeadersBoth) {
+		if v.Undecided && !v.Allowed && (style == HeadersLegacy || style == HeadersBoth) {
 			h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
 			h.Set(hook.HeaderRemaining, "0")
 			h.Set(hook.HeaderReset, strconv.FormatInt(time.Now().Add(d.RetryAfter).Add(time.Second-1).Unix(), 10))
@@ -124,46 +123,6 @@ func (l *limiter) addPolicy(h hook.HeaderSetter) {
 	}
 	_, policy := l.freeNames(lines)
 	a.Add(hook.HeaderRateLimitPolicy, policy)
-}
-
-// spentFor returns the longest t, in seconds, of the RateLimit members in lines whose r
-// is 0: limits that admitted the request before the one refusing it, and counted it, have
-// nothing left for that long, so a client retrying sooner is refused again. Members are
-// this package's own (`"NAME";r=R;t=T`, maybe ;pk=...): a name is a quoted string, whose
-// escaped characters are skipped.
-func spentFor(lines []string) (secs int64) {
-	for _, line := range lines {
-		r, t, quoted := int64(-1), int64(-1), false
-		for i := 0; i <= len(line); i++ {
-			if i == len(line) || !quoted && line[i] == ',' {
-				if r == 0 {
-					secs = max(secs, t)
-				}
-				r, t = -1, -1
-				continue
-			}
-			switch c := line[i]; {
-			case quoted && c == '\\':
-				i++
-			case c == '"':
-				quoted = !quoted
-			case !quoted && c == ';' && i+3 < len(line) && line[i+2] == '=' && (line[i+1] == 'r' || line[i+1] == 't'):
-				n, j := int64(0), i+3
-				for ; j < len(line) && j < i+3+18 && line[j] >= '0' && line[j] <= '9'; j++ {
-					n = n*10 + int64(line[j]-'0')
-				}
-				if j > i+3 {
-					if line[i+1] == 'r' {
-						r = n
-					} else {
-						t = n
-					}
-				}
-				i = j - 1
-			}
-		}
-	}
-	return secs
 }
 
 // fewerLeft reports whether a limit with remaining left until reset (unix seconds) binds

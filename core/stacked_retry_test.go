@@ -11,66 +11,62 @@ import (
 	"github.com/reqlimit/reqlimit/internal/adapter"
 )
 
-// A refusal's Retry-After is how long the client ought to wait. Where limits stack, the
-// limits that ran before the refusing one recorded the request too; when one of them has
-// nothing left for longer than the refusing limit's wait (its own RateLimit member on the
-// same response says r=0;t=60), Retry-After is that longer wait: with the refusing
-// limit's own, a client that waited it was refused again.
-func TestStackedRefusalsRetryAfterIsLongEnough(t *testing.T) {
-	clock := storetest.NewManualClock(time.Unix(1_000_000, 0))
-	store := core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now}))
-	appWide := adapter.Must(3, time.Minute, store, core.WithScope("api"))
-	route := adapter.Must(1, 10*time.Second, store)
-	in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req()}
-	send := func() (bool, adapter.HeaderMap) {
-		h := adapter.HeaderMap{}
-		for _, l := range []adapter.Limiter{appWide, route} {
-			if !adapter.Check(l, context.Background(), in, h).Allowed {
-				return false, h
-			}
-		}
-		return true, h
-	}
-	var h adapter.HeaderMap
-	var ok bool
-	for range 3 {
-		ok, h = send()
-	}
-	if ok {
-		t.Fatal("the third request within 10s was admitted by 1/10s")
-	}
-	secs, err := strconv.Atoi(h.Values(adapter.HeaderRetryAfter)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(time.Duration(secs) * time.Second)
-	if ok, h2 := send(); !ok {
-		t.Fatalf("refused with Retry-After: %d (RateLimit %q), then refused again after waiting %ds (RateLimit %q, Retry-After %q)",
-			secs, h.Values(adapter.HeaderRateLimit), secs, h2.Values(adapter.HeaderRateLimit), h2.Values(adapter.HeaderRetryAfter))
-	}
-}
-
-// TestSpentForReadsMembers: the longest wait of the members with nothing left is read from
-// RateLimit lines as this package writes them, whatever a tier's name holds.
-func TestSpentForReadsMembers(t *testing.T) {
+// TestStackedRefusalsRetryAfterNeverKeepsAClientWaiting: where limits stack (an app-wide
+// limit before a route's), a refusal's Retry-After is the refusing limit's own wait. A
+// limit before it that counted the request and has nothing left refuses a retry made
+// sooner, with its own wait: a client that follows Retry-After gets through as soon as
+// every limit has room, never later. Raising the wait from the earlier limits' fields
+// kept a client waiting an hour for nothing behind a dry-run limit (which never refuses)
+// and behind a WithCountWhen limit (which gives its grant back).
+func TestStackedRefusalsRetryAfterNeverKeepsAClientWaiting(t *testing.T) {
 	for _, c := range []struct {
-		lines []string
-		want  int64
+		name    string
+		outer   []core.Option
+		outerN  int
+		outerT  time.Duration
+		sends   int           // requests at once before following Retry-After
+		waits   []int         // the Retry-After values a client then follows, in seconds
+		through time.Duration // when every limit has room again
 	}{
-		{nil, 0},
-		{[]string{`"3/1m";r=2;t=60`}, 0},
-		{[]string{`"3/1m";r=0;t=60`}, 60},
-		{[]string{`"3/1m";r=0;t=60, "1/1h";r=0;t=3599`}, 3599},
-		{[]string{`"3/1m";r=0;t=60`, `"1/1h";r=1;t=3599`}, 60},
-		{[]string{`"3/1m#a,b;r=0;t=999";r=1;t=5`}, 0},               // a name holding what looks like parameters
-		{[]string{`"x\";r=0;t=99, \"";r=0;t=7`}, 7},                 // an escaped quote inside the name
-		{[]string{`"3/1m";r=0;t=42;pk=:AAAA:, "2/1s";r=0;t=1`}, 42}, // a partition key
-		{[]string{`"3/1m";t=30;r=0`}, 30},                           // parameters in any order
-		{[]string{`"3/1m";r=0`}, 0},                                 // no t
-		{[]string{`"3/1m";r=0;t=99999999999999999999999`}, 999999999999999999},
+		{"enforced 3/1m before 1/10s", nil, 3, time.Minute, 3, []int{10, 50}, time.Minute},
+		{"dry-run 1/1h before 1/10s", []core.Option{core.WithDryRun()}, 1, time.Hour, 2, []int{10}, 10 * time.Second},
 	} {
-		if got := core.SpentFor(c.lines); got != c.want {
-			t.Errorf("spentFor(%q) = %d, want %d", c.lines, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			clock := storetest.NewManualClock(time.Unix(1_000_000, 0))
+			store := core.WithStore(core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now}))
+			appWide := adapter.Must(c.outerN, c.outerT, append([]core.Option{store, core.WithScope("api")}, c.outer...)...)
+			route := adapter.Must(1, 10*time.Second, store)
+			in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req()}
+			send := func() (bool, adapter.HeaderMap) {
+				h := adapter.HeaderMap{}
+				for _, l := range []adapter.Limiter{appWide, route} {
+					if !adapter.Check(l, context.Background(), in, h).Allowed {
+						return false, h
+					}
+				}
+				return true, h
+			}
+			var ok bool
+			var h adapter.HeaderMap
+			for range c.sends {
+				ok, h = send()
+			}
+			waited := time.Duration(0)
+			for i, want := range c.waits {
+				if ok {
+					t.Fatalf("admitted before Retry-After %d", i+1)
+				}
+				secs, err := strconv.Atoi(h.Values(adapter.HeaderRetryAfter)[0])
+				if err != nil || secs != want {
+					t.Fatalf("Retry-After %d: %q (RateLimit %q), want %d", i+1, h.Values(adapter.HeaderRetryAfter), h.Values(adapter.HeaderRateLimit), want)
+				}
+				clock.Advance(time.Duration(secs) * time.Second)
+				waited += time.Duration(secs) * time.Second
+				ok, h = send()
+			}
+			if !ok || waited != c.through {
+				t.Fatalf("after following Retry-After for %v: admitted %v, want admitted after %v", waited, ok, c.through)
+			}
+		})
 	}
 }

@@ -96,3 +96,25 @@ func TestUndecidedRefusalDoesNotLeaveLegacyRoom(t *testing.T) {
 			r, h.Values(adapter.HeaderLimit))
 	}
 }
+
+// The undecided branch's "0 left" is for a refusal: a dry-run limit whose store is down
+// under FailClosed admits the request (a dry run never refuses), and must leave the
+// enforced limit's X-RateLimit-Remaining 2 as it is on the 200.
+func TestDryRunUndecidedAdmissionKeepsTheOtherLimitsLegacyRoom(t *testing.T) {
+	store := core.WithStore(core.NewMemoryStore(nil))
+	appWide := adapter.Must(3, time.Minute, store, core.WithScope("api"), core.WithHeaders(core.HeadersLegacy))
+	trial := adapter.Must(5, time.Minute, core.WithStore(downStore{}), core.WithFailMode(core.FailClosed),
+		core.WithDryRun(), core.WithHeaders(core.HeadersLegacy), core.WithErrorHook(func(context.Context, error) {}))
+	in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req()}
+	h := adapter.HeaderMap{}
+	if !adapter.Check(appWide, context.Background(), in, h).Allowed {
+		t.Fatal("app-wide limit refused")
+	}
+	if !adapter.Check(trial, context.Background(), in, h).Allowed {
+		t.Fatal("a dry-run limit refused")
+	}
+	if got := h.Values(adapter.HeaderRemaining); len(got) != 1 || got[0] != "2" {
+		t.Errorf("admitted (the only enforced limit has 2 left; the dry-run one decided nothing): X-RateLimit-Remaining %q, X-RateLimit-Limit %q, want 2 of 3",
+			got, h.Values(adapter.HeaderLimit))
+	}
+}
