@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,9 +46,7 @@ type limiter struct {
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
-	localOnce sync.Once
-	local     *MemoryStore // FailLocal's store (see localStore), found on first failure
-	lastLog   atomic.Int64
+	lastLog atomic.Int64
 }
 
 type (
@@ -410,42 +407,23 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	case gone || c.failMode == FailClosed:
 		v.Allowed, v.Status, v.Decision, v.Undecided = c.dryRun, c.failStatus, undecided(q.Policy), true
 	case c.failMode == FailLocal:
-		l.localOnce.Do(func() { l.local = localStore(l.store) })
-		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
+		local := localStore()
+		if d, lerr := local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
-			v.Release = l.hold(l.local, q, route, &d)
+			v.Release = l.hold(local, q, route, &d)
 		}
 	}
 	l.observe(Errored, q, route, v, took)
 	return v
 }
 
-// localStores are where FailLocal decides while a store is down: one for each store, so
-// that limits sharing a scope (WithScope) in the store share their buckets in its stand-in
-// too, rather than each limit granting the quota again.
-var localStores struct {
-	sync.Mutex
-	m map[Store]*MemoryStore
-}
-
-// localStore returns the in-memory stand-in for s, made on first use. A store that cannot
-// be a map key (a struct holding a slice) gets a new one each time: the asking limit's own.
-func localStore(s Store) *MemoryStore {
-	if !reflect.ValueOf(s).Comparable() {
-		return NewMemoryStore(nil)
-	}
-	localStores.Lock()
-	defer localStores.Unlock()
-	local := localStores.m[s]
-	if local == nil {
-		local = NewMemoryStore(nil)
-		if localStores.m == nil {
-			localStores.m = map[Store]*MemoryStore{}
-		}
-		localStores.m[s] = local
-	}
-	return local
-}
+// localStore is where FailLocal decides while a store is down: one in-memory store for
+// the whole process, made on first use, so that limits sharing a scope (WithScope) share
+// their buckets in it as in the store, rather than each limit granting the quota again.
+// Limits of other stores that share a scope share it too, which is only stricter; one per
+// store would keep every store that ever failed alive, and could not tell copies of a
+// store value apart.
+var localStore = sync.OnceValue(func() *MemoryStore { return NewMemoryStore(nil) })
 
 // ended reports whether ctx has ended, or its deadline has passed: a store given the
 // deadline (the Redis store's own timer, a child context made after it) fails on it before

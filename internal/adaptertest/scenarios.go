@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ func from(remote string, st Step) Step { st.Remote = remote; return st }
 func fixed(steps ...Step) func(Traits) []Step { return func(Traits) []Step { return steps } }
 
 const xff = "X-Forwarded-For"
+
+// failLocalRuns numbers the fail-local scenario's runs.
+var failLocalRuns atomic.Int64
 
 // Scenarios is the suite's table.
 var Scenarios = []Scenario{
@@ -327,7 +331,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "store-error-fail-open",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			return one("/a", perMinute(1, core.WithStore(&FailingStore{}), p.ErrorHook(), p.Observer()))
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), p.ErrorHook(), p.Observer()))
 		},
 		Steps: fixed(
 			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": "", "Retry-After": ""}},
@@ -348,7 +352,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "store-error-fail-closed-429",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			return one("/a", perMinute(1, core.WithStore(&FailingStore{}), core.WithFailMode(core.FailClosed), p.ErrorHook()))
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), p.ErrorHook()))
 		},
 		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 429, Header: map[string]string{"Retry-After": "1"}}),
 	},
@@ -360,7 +364,7 @@ var Scenarios = []Scenario{
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			five := core.WithCost(func(core.Request) int { return 5 })
 			route := func(path string, m core.FailMode) Route {
-				return Route{Path: path, Limits: []Limit{perMinute(2, core.WithStore(&FailingStore{}), core.WithFailMode(m), five, p.ErrorHook())}}
+				return Route{Path: path, Limits: []Limit{perMinute(2, core.WithStore(FailingStore{}), core.WithFailMode(m), five, p.ErrorHook())}}
 			}
 			return App{Routes: []Route{route("/open", core.FailOpen), route("/closed", core.FailClosed), route("/local", core.FailLocal)}}
 		},
@@ -373,14 +377,17 @@ var Scenarios = []Scenario{
 	{
 		Name: "store-error-fail-closed-503",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			return one("/a", perMinute(1, core.WithStore(&FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(503), p.ErrorHook()))
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(503), p.ErrorHook()))
 		},
 		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 503, Header: map[string]string{"Retry-After": "1"}}),
 	},
 	{
 		Name: "store-error-fail-local",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			return one("/a", perMinute(1, core.WithStore(&FailingStore{}), core.WithFailMode(core.FailLocal), p.ErrorHook()))
+			// FailLocal decides in one memory store for the process: a scope of its own
+			// keeps this run apart from the scenario's other runs in the test binary.
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailLocal),
+				core.WithScope(fmt.Sprintf("fail-local-%d", failLocalRuns.Add(1))), p.ErrorHook()))
 		},
 		Steps: fixed(
 			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": `"1/1m";r=0;t=60`}},

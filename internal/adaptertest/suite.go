@@ -66,10 +66,8 @@ type Scenario struct {
 // ErrStoreDown is what FailingStore returns.
 var ErrStoreDown = errors.New("store down")
 
-// FailingStore is a core.Store whose every decision fails, for the fail modes. Give each
-// app a new one (&FailingStore{}): FailLocal keeps one stand-in store per store, and a
-// scenario run twice in one test binary must not find the first run's grants there.
-type FailingStore struct{ _ byte }
+// FailingStore is a core.Store whose every decision fails, for the fail modes.
+type FailingStore struct{}
 
 // Decide fails.
 func (FailingStore) Decide(context.Context, core.Query) (core.Decision, error) {
