@@ -56,6 +56,9 @@ func printsAlike(v reflect.Value, top bool, depth int) bool {
 		}
 		return true
 	case reflect.Map:
+		if plain(v.Type().Key().Kind()) && plain(v.Type().Elem().Kind()) {
+			return true // printed in key order: however many
+		}
 		if v.Len() > 64 {
 			return false
 		}
@@ -67,6 +70,17 @@ func printsAlike(v reflect.Value, top bool, depth int) bool {
 		return true
 	}
 	return false // functions, channels, unsafe pointers, uintptrs
+}
+
+// stringOf returns v.String() for KeyByValue(key); a String method that panics is the key
+// function's error, not a crashed request.
+func stringOf(key any, v fmt.Stringer) (s string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("KeyByValue(%v): the String method of a %T panicked: %v", key, v, p)
+		}
+	}()
+	return v.String(), nil
 }
 
 // plain reports whether a value of kind k prints as its contents.

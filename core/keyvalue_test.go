@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,45 @@ func TestKeyByValueKeepsValuesThatPrintAlike(t *testing.T) {
 				t.Errorf("admitted %v of 3 requests each by 2/1m, errors %v; want %v, each value its own key", admitted, reported, want)
 			}
 		})
+	}
+}
+
+// TestKeyByValueKeepsALargeMapOfStrings: a map of strings prints alike however many
+// entries it has (fmt sorts a map's keys), as a slice of strings does; one of 65 was
+// refused as holding a pointer, and the request keyed by IP.
+func TestKeyByValueKeepsALargeMapOfStrings(t *testing.T) {
+	m := map[string]string{}
+	for i := range 65 {
+		m["claim"+strconv.Itoa(i)] = "v"
+	}
+	k, err := core.KeyByValue("claims")(valueRequest{value: func() any { return m }})
+	if err != nil || k == "" {
+		t.Errorf("a map[string]string of 65 entries: key %q, error %v; want its fmt text as the key", k, err)
+	}
+}
+
+type panickyName struct{ Name string }
+
+func (u panickyName) String() string { return u.Name }
+
+type brokenStringer struct{}
+
+func (brokenStringer) String() string { panic("no name") }
+
+// TestKeyByValueOfANilStringerPointerDoesNotPanic: a nil pointer of a type whose String
+// method has a value receiver (a typed nil an authentication middleware stores for an
+// anonymous user) panicked inside the key function, crashing the request: it is no
+// value, as nil is, and a String method that panics is the key function's error.
+func TestKeyByValueOfANilStringerPointerDoesNotPanic(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("KeyByValue panicked: %v", r)
+		}
+	}()
+	if k, err := core.KeyByValue("user")(valueRequest{value: func() any { return (*panickyName)(nil) }}); k != "" || err != nil {
+		t.Errorf("a nil *panickyName: key %q, error %v; want none, as for no value", k, err)
+	}
+	if k, err := core.KeyByValue("user")(valueRequest{value: func() any { return brokenStringer{} }}); k != "" || err == nil {
+		t.Errorf("a String method that panics: key %q, error %v; want the panic as the error", k, err)
 	}
 }

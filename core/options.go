@@ -90,13 +90,17 @@ func KeyByHeader(name string) KeyFunc {
 // anew each time (holding a pointer) is an error: keyed by IP.
 func KeyByValue(key any) KeyFunc {
 	return func(r Request) (string, error) {
-		switch v := r.Value(key).(type) {
+		v := r.Value(key)
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return "", nil // a nil pointer stored: no value, as nil
+		}
+		switch v := v.(type) {
 		case nil:
 			return "", nil
 		case string:
 			return v, nil
 		case fmt.Stringer:
-			return v.String(), nil
+			return stringOf(key, v)
 		default:
 			if !printsAlike(reflect.ValueOf(v), true, 0) {
 				return "", fmt.Errorf("KeyByValue(%v): a %T prints differently in each request (it holds a pointer, a function or a channel): store a string, a number or a fmt.Stringer", key, v)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -123,11 +124,11 @@ func parsePeriod(s string) (time.Duration, error) {
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
-		if err != nil {
+		switch maxDays := int64(maxPeriod / (24 * time.Hour)); {
+		case errors.Is(err, strconv.ErrRange) || err == nil && n > maxDays:
+			return 0, fmt.Errorf("bad period %q: want at most %dd", orig, maxDays)
+		case err != nil:
 			return 0, fmt.Errorf("bad period %q: want whole days such as 1d, or a duration such as 36h", orig)
-		}
-		if n > int64(1<<63-1)/int64(24*time.Hour) {
-			return 0, fmt.Errorf("bad period %q: want at most %dd", orig, int64(1<<63-1)/int64(24*time.Hour))
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
