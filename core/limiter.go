@@ -46,7 +46,6 @@ type limiter struct {
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
-	lastLog atomic.Int64
 }
 
 type (
@@ -377,11 +376,16 @@ func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err erro
 	return v
 }
 
+// lastLog is the second of the last error logged without an error hook: one for the
+// process, so that an outage seen by every route's limit logs a line a second, not one
+// per limit.
+var lastLog atomic.Int64
+
 // report hands err to the error hook, or logs it at most once a second.
 func (l *limiter) report(ctx context.Context, err error) {
 	if l.cfg.onError != nil {
 		l.cfg.onError(ctx, err)
-	} else if now := time.Now().Unix(); l.lastLog.Swap(now) != now {
+	} else if now := time.Now().Unix(); lastLog.Swap(now) != now {
 		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
 	}
 }

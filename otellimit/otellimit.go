@@ -174,8 +174,9 @@ func (m *Metrics) Option() core.Option {
 	return core.WithObserver(func(e core.Event) { m.observe(&last, &e) })
 }
 
-// Observe records one decision, for an observer of your own that records metrics too
-// (core.WithObserver keeps one observer per limit); Option is the usual way.
+// Observe records one decision, for code that has an Event outside a limit's observers (a
+// wrapper that filters or relabels events first); Option is the usual way, and adds to the
+// limit's other observers.
 func (m *Metrics) Observe(e core.Event) { m.observe(nil, &e) }
 
 func (m *Metrics) observe(last *atomic.Pointer[series], e *core.Event) {
