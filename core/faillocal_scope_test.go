@@ -3,7 +3,9 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -18,7 +20,7 @@ import (
 // each limit's own admitted the quota once per route.
 func TestFailLocalKeepsAScopeSharedBetweenRoutes(t *testing.T) {
 	opts := []core.Option{core.WithStore(downStore{}), core.WithFailMode(core.FailLocal),
-		core.WithScope("login"), core.WithErrorHook(func(context.Context, error) {})}
+		core.WithScope(freshScope("login")), core.WithErrorHook(func(context.Context, error) {})}
 	a := adapter.Must(3, time.Minute, opts...)
 	b := adapter.Must(3, time.Minute, opts...)
 	got := 0
@@ -83,7 +85,7 @@ func (shardedStore) Decide(context.Context, core.Query) (core.Decision, error) {
 func TestFailLocalKeepsAScopeSharedForAStoreHoldingASlice(t *testing.T) {
 	store := shardedStore{servers: []string{"10.0.0.1:6379", "10.0.0.2:6379"}}
 	opts := []core.Option{core.WithStore(store), core.WithFailMode(core.FailLocal),
-		core.WithScope("sharded-login"), core.WithErrorHook(func(context.Context, error) {})}
+		core.WithScope(freshScope("sharded-login")), core.WithErrorHook(func(context.Context, error) {})}
 	a := adapter.Must(3, time.Minute, opts...)
 	b := adapter.Must(3, time.Minute, opts...)
 	got := 0
@@ -101,3 +103,10 @@ func TestFailLocalKeepsAScopeSharedForAStoreHoldingASlice(t *testing.T) {
 		t.Errorf("3/1m shared by two routes under WithScope, store (a struct holding a slice) down, FailLocal: %d of 6 admitted, want 3", got)
 	}
 }
+
+// freshScope returns a scope name no other run of a test in this process used: FailLocal's
+// stand-in for a named scope lasts as long as the process, so a test run again
+// (-count=2) would find the last run's grants there.
+func freshScope(name string) string { return fmt.Sprintf("%s-%d", name, scopeRuns.Add(1)) }
+
+var scopeRuns atomic.Int64

@@ -56,6 +56,13 @@ func printsAlike(v reflect.Value, top bool, depth int) bool {
 		}
 		return true
 	case reflect.Map:
+		if k := v.Type().Key().Kind(); k == reflect.Float32 || k == reflect.Float64 {
+			for it := v.MapRange(); it.Next(); {
+				if f := it.Key().Float(); f != f {
+					return false // NaN keys cannot be sorted: printed in a random order
+				}
+			}
+		}
 		if plain(v.Type().Key().Kind()) && plain(v.Type().Elem().Kind()) {
 			return true // printed in key order: however many
 		}

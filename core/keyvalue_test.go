@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,5 +164,19 @@ func TestKeyByValueOfANilStringerPointerDoesNotPanic(t *testing.T) {
 	}
 	if k, err := core.KeyByValue("user")(valueRequest{value: func() any { return brokenStringer{} }}); k != "" || err == nil {
 		t.Errorf("a String method that panics: key %q, error %v; want the panic as the error", k, err)
+	}
+}
+
+// TestKeyByValueRefusesAMapWhoseTextChangesBetweenCalls: fmt cannot sort NaN map keys, so
+// such a map prints in Go's random iteration order: the same stored value named a new
+// bucket on most requests. It is refused, keyed by IP.
+func TestKeyByValueRefusesAMapWhoseTextChangesBetweenCalls(t *testing.T) {
+	m := map[float64]int{math.NaN(): 1, math.NaN(): 2, math.NaN(): 3, math.NaN(): 4}
+	if k, err := core.KeyByValue("weights")(valueRequest{value: func() any { return m }}); err == nil {
+		t.Errorf("a map[float64]int with NaN keys: key %q, no error; want refused, as a value that prints differently each time", k)
+	}
+	ok := map[float64]int{1.5: 1, math.Inf(1): 2}
+	if _, err := core.KeyByValue("weights")(valueRequest{value: func() any { return ok }}); err != nil {
+		t.Errorf("a map[float64]int without NaN keys: %v, want it keyed", err)
 	}
 }

@@ -46,6 +46,8 @@ type limiter struct {
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
+	localOnce sync.Once
+	local     *MemoryStore // FailLocal's store (see localStore), found on first failure
 }
 
 type (
@@ -356,7 +358,7 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 		return k // the client's IP is not needed, nor worked out
 	}
 	if err != nil {
-		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err))
+		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err), requestError)
 	}
 	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Canonical, in.Request)
 }
@@ -368,7 +370,7 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 // is a bug or a request the application should have refused itself.
 func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err error) verdict {
 	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, route, err)
-	l.report(ctx, err)
+	l.report(ctx, err, requestError)
 	r := q.Policy.rates[0]
 	v := verdict{Allowed: l.cfg.dryRun, Status: http.StatusRequestEntityTooLarge, Err: err,
 		Decision: Decision{Rate: r}}
@@ -376,16 +378,23 @@ func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err erro
 	return v
 }
 
-// lastLog is the second of the last error logged without an error hook: one for the
-// process, so that an outage seen by every route's limit logs a line a second, not one
-// per limit.
-var lastLog atomic.Int64
+// Kinds of error report logs apart.
+const (
+	storeError   = iota // the store failed: an outage, or a bug in a store
+	requestError        // a request's key or cost: which a client can cause at will
+)
 
-// report hands err to the error hook, or logs it at most once a second.
-func (l *limiter) report(ctx context.Context, err error) {
+// lastLog holds, for each kind of error, the second of the last one logged without an
+// error hook: one for the process, so that an outage seen by every route's limit logs a
+// line a second, not one per limit; one for each kind, so that requests a client makes
+// fail on purpose cannot take the line an outage needs.
+var lastLog [2]atomic.Int64
+
+// report hands err to the error hook, or logs it at most once a second for its kind.
+func (l *limiter) report(ctx context.Context, err error, kind int) {
 	if l.cfg.onError != nil {
 		l.cfg.onError(ctx, err)
-	} else if now := time.Now().Unix(); lastLog.Swap(now) != now {
+	} else if now := time.Now().Unix(); lastLog[kind].Swap(now) != now {
 		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
 	}
 }
@@ -404,30 +413,41 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 		err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
-		l.report(ctx, err)
+		l.report(ctx, err, storeError)
 	}
 	v := verdict{Allowed: true, Err: err}
 	switch {
 	case gone || c.failMode == FailClosed:
 		v.Allowed, v.Status, v.Decision, v.Undecided = c.dryRun, c.failStatus, undecided(q.Policy), true
 	case c.failMode == FailLocal:
-		local := localStore()
-		if d, lerr := local.Decide(ctx, q); lerr == nil {
+		l.localOnce.Do(func() { l.local = localStore(c.scope) })
+		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
 			v.Decision, v.Allowed, v.Status = d, d.Allowed || c.dryRun, c.denyStatus
-			v.Release = l.hold(local, q, route, &d)
+			v.Release = l.hold(l.local, q, route, &d)
 		}
 	}
 	l.observe(Errored, q, route, v, took)
 	return v
 }
 
-// localStore is where FailLocal decides while a store is down: one in-memory store for
-// the whole process, made on first use, so that limits sharing a scope (WithScope) share
-// their buckets in it as in the store, rather than each limit granting the quota again.
-// Limits of other stores that share a scope share it too, which is only stricter; one per
-// store would keep every store that ever failed alive, and could not tell copies of a
-// store value apart.
-var localStore = sync.OnceValue(func() *MemoryStore { return NewMemoryStore(nil) })
+// scopedLocals are FailLocal's stand-ins for limits named with WithScope, one for each
+// name, so that limits sharing a quota share it in the stand-in too, rather than each
+// granting it again; they hold no store, whatever store failed.
+var scopedLocals sync.Map // scope name → *MemoryStore
+
+// localStore returns the in-memory store where FailLocal decides while a limit's store is
+// down: a limit without a scope name has buckets of its own, and a stand-in of its own,
+// which goes with it (a test that registers the limit again starts empty).
+func localStore(scope string) *MemoryStore {
+	if scope == "" {
+		return NewMemoryStore(nil)
+	}
+	if s, ok := scopedLocals.Load(scope); ok {
+		return s.(*MemoryStore)
+	}
+	s, _ := scopedLocals.LoadOrStore(scope, NewMemoryStore(nil))
+	return s.(*MemoryStore)
+}
 
 // ended reports whether ctx has ended, or its deadline has passed: a store given the
 // deadline (the Redis store's own timer, a child context made after it) fails on it before

@@ -81,7 +81,7 @@ func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
 	}
 	if err := p.store.(Releaser).Release(ctx, p.q, p.grant); err != nil {
 		p.l.report(ctx, fmt.Errorf("reqlimit: giving back the slot of a response with status %d failed for %s %q, so it counts: %w",
-			status, p.q.Policy, p.route, err))
+			status, p.q.Policy, p.route, err), storeError)
 		return
 	}
 	// Released follows Admitted: a grant FailLocal's store made was reported Errored, and

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,9 +37,6 @@ func from(remote string, st Step) Step { st.Remote = remote; return st }
 func fixed(steps ...Step) func(Traits) []Step { return func(Traits) []Step { return steps } }
 
 const xff = "X-Forwarded-For"
-
-// failLocalRuns numbers the fail-local scenario's runs.
-var failLocalRuns atomic.Int64
 
 // Scenarios is the suite's table.
 var Scenarios = []Scenario{
@@ -384,10 +380,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "store-error-fail-local",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			// FailLocal decides in one memory store for the process: a scope of its own
-			// keeps this run apart from the scenario's other runs in the test binary.
-			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailLocal),
-				core.WithScope(fmt.Sprintf("fail-local-%d", failLocalRuns.Add(1))), p.ErrorHook()))
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailLocal), p.ErrorHook()))
 		},
 		Steps: fixed(
 			Step{Request: Request{Path: "/a"}, Status: 200, Header: map[string]string{"RateLimit": `"1/1m";r=0;t=60`}},
