@@ -153,8 +153,7 @@ func lastAddress(c *fiber.Ctx, header string) (netip.Addr, bool) {
 	if len(lines) == 0 {
 		return netip.Addr{}, false
 	}
-	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(utils.UnsafeString(lines[len(lines)-1]))))
-	return a, err == nil
+	return fastheader.Address(lines[len(lines)-1])
 }
 
 // singleAddressHeader reports whether a proxy header holds one address: not empty (then

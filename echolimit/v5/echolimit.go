@@ -100,17 +100,12 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 		// the status, or an application's wrapper without Unwrap, behind which Echo
 		// cannot find its Response). Only a status not written through it (an error
 		// left for the error handler) is resolved as Echo resolves it.
-		rw := c.Response()
-		w := &adapter.StatusWriter{ResponseWriter: rw}
-		c.SetResponse(w.Wrap())
-		err := next(c)
-		c.SetResponse(rw)
-		status, hijacked := w.Written()
+		err, status, hijacked := watched(c, func() error { return next(c) })
 		if hijacked {
 			return err
 		}
 		if status == 0 {
-			_, status = echo.ResolveResponseStatus(rw, err)
+			_, status = echo.ResolveResponseStatus(c.Response(), err)
 		}
 		m.l.Settle(r.Context(), v, status)
 		return err
@@ -118,12 +113,7 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	if m.deny != nil {
 		// One that neither wrote nor returned an error would leave Echo to send 200: the
 		// refusal is then the default one. What it writes is watched as above.
-		rw := c.Response()
-		w := &adapter.StatusWriter{ResponseWriter: rw}
-		c.SetResponse(w.Wrap())
-		err := m.deny(c, v.Decision)
-		c.SetResponse(rw)
-		if status, hijacked := w.Written(); err != nil || status != 0 || hijacked {
+		if err, status, hijacked := watched(c, func() error { return m.deny(c, v.Decision) }); err != nil || status != 0 || hijacked {
 			return err
 		}
 	}
@@ -150,6 +140,19 @@ var legacyExtractor = reflect.ValueOf(echo.LegacyIPExtractor()).Pointer()
 // application's own extractor, trusted like any other.
 func trustedExtractor(e *echo.Echo) bool {
 	return e != nil && e.IPExtractor != nil && reflect.ValueOf(e.IPExtractor).Pointer() != legacyExtractor
+}
+
+// watched runs handle with the writer it writes through watched (adapter.StatusWriter),
+// and returns its error, the status written through that writer (0 if none) and whether
+// it took the connection over.
+func watched(c *echo.Context, handle func() error) (err error, status int, hijacked bool) {
+	rw := c.Response()
+	w := &adapter.StatusWriter{ResponseWriter: rw}
+	c.SetResponse(w.Wrap())
+	err = handle()
+	c.SetResponse(rw)
+	status, hijacked = w.Written()
+	return err, status, hijacked
 }
 
 // A DenyFunc writes the response to a refused request, or returns an error for Echo's

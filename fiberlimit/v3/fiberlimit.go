@@ -273,13 +273,13 @@ func (t *proxyTrust) forwarded(h *fasthttp.RequestHeader) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	if !t.chain {
-		return parseHop(lines[len(lines)-1])
+		return fastheader.Address(lines[len(lines)-1])
 	}
 	var client netip.Addr
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line := lines[i]; ; {
 			comma := bytes.LastIndexByte(line, ',')
-			a, ok := parseHop(line[comma+1:])
+			a, ok := fastheader.Address(line[comma+1:])
 			if !ok {
 				return netip.Addr{}, false
 			}
@@ -294,16 +294,6 @@ func (t *proxyTrust) forwarded(h *fasthttp.RequestHeader) (netip.Addr, bool) {
 		}
 	}
 	return client, true
-}
-
-// parseHop parses one forwarded address as core does ("ip", "ip:port", "[ipv6]:port").
-// The bytes are the request's and are read in place: only the parsed address is kept.
-func parseHop(b []byte) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(unsafeString(b))))
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	return a.Unmap().WithZone(""), true
 }
 
 // A DenyFunc writes the response to a refused request, or returns an error for the app's

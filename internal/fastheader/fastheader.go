@@ -1,9 +1,12 @@
-// Package fastheader reads request header fields, and runs deny functions, for the
-// adapters of frameworks built on fasthttp (Fiber v2 and v3), which share its rules.
+// Package fastheader reads request header fields and forwarded addresses, and runs deny
+// functions, for the adapters of frameworks built on fasthttp (Fiber v2 and v3), which
+// share its rules.
 package fastheader
 
 import (
 	"bytes"
+	"net/netip"
+	"strings"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -34,6 +37,17 @@ func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 	// The trailer's lines are the last ones. Should an earlier handler have replaced the
 	// field, fewer may be left than arrived; never more than the header held.
 	return lines[:min(n, len(lines))]
+}
+
+// Address parses one forwarded address as core does ("ip", "ip:port", "[ipv6]:port"),
+// unmapped and without a zone. The bytes are the request's and are read in place: only
+// the parsed address is kept.
+func Address(b []byte) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(unsafe.String(unsafe.SliceData(b), len(b)))))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }
 
 // Deny runs an application's deny function on a refused request and reports whether it
