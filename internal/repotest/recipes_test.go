@@ -23,7 +23,6 @@ var recipeSections = []struct {
 	adapters      bool // a recipe for every adapter is required
 }{
 	{"docs/operations.md", "## Client IPs and trusted proxies", true},
-	{"README.md", "## Keys and client IPs", false},
 }
 
 // recipeTests run the recipes against forged headers, each in its adapter's package.
