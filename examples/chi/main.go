@@ -11,6 +11,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -31,7 +32,7 @@ func newRouter() *chi.Mux {
 	r.With(nethttp.Limit(3, time.Minute)).Get("/user/test", hello)
 	r.With(nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))).Get("/search", hello)
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
-	r.With(nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans))).Get("/api/data", hello)
+	r.With(nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans), nethttp.WithDenyHandler(tooMany))).Get("/api/data", hello)
 	return r
 }
 
@@ -97,4 +98,13 @@ func newServer(addr string, h http.Handler) *http.Server {
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 	}
+}
+
+// tooMany refuses an API request in JSON, as API clients expect. The limit has already set
+// Retry-After and the RateLimit fields; the body repeats the wait for clients that read
+// only the body.
+func tooMany(w http.ResponseWriter, r *http.Request, d core.Decision) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"error":"too many requests","retry_after":%s}`+"\n", w.Header().Get("Retry-After"))
 }

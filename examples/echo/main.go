@@ -10,6 +10,7 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,11 +29,19 @@ func newEcho() *echo.Echo {
 	e.GET("/user/test", hello, echolimit.Limit(3, time.Minute))
 	e.GET("/search", hello, echolimit.Limit(5, time.Second, core.WithRate(20, time.Minute)))
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
-	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans)))
+	e.GET("/api/data", hello, echolimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans), echolimit.WithDenyHandler(tooMany)))
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	e.POST("/login", login, echolimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)))
 	return e
+}
+
+// tooMany refuses an API request in JSON, as API clients expect. The limit has already set
+// Retry-After and the RateLimit fields; the body repeats the wait for clients that read
+// only the body.
+func tooMany(c echo.Context, d core.Decision) error {
+	retry, _ := strconv.Atoi(c.Response().Header().Get("Retry-After"))
+	return c.JSON(http.StatusTooManyRequests, map[string]any{"error": "too many requests", "retry_after": retry})
 }
 
 // password is the demo's; a real application checks a stored hash.

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"flag"
 	"log"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,11 +38,19 @@ func newApp() *fiber.App {
 	app.Get("/user/test", fiberlimit.Limit(3, time.Minute), hello)
 	app.Get("/search", fiberlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
-	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans)), hello)
+	app.Get("/api/data", fiberlimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans), fiberlimit.WithDenyHandler(tooMany)), hello)
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	app.Post("/login", fiberlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
 	return app
+}
+
+// tooMany refuses an API request in JSON, as API clients expect. The limit has already set
+// Retry-After and the RateLimit fields; the body repeats the wait for clients that read
+// only the body.
+func tooMany(c *fiber.Ctx, d core.Decision) error {
+	retry, _ := strconv.Atoi(c.GetRespHeader("Retry-After"))
+	return c.Status(fiber.StatusTooManyRequests).JSON(fiber.Map{"error": "too many requests", "retry_after": retry})
 }
 
 // password is the demo's; a real application checks a stored hash.

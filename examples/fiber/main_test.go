@@ -12,26 +12,7 @@ import (
 )
 
 func TestLimits(t *testing.T) {
-	handler := newApp().Handler()
-	// In-process, through fasthttp's own request context: app.Test would report every
-	// client as 0.0.0.0, and the example's limits count per client address. A fresh
-	// address per run keeps go test -count=N from meeting the previous run's counts in the
-	// process-wide default store.
-	remote, err := net.ResolveTCPAddr("tcp", exampletest.NextRemote())
-	if err != nil {
-		t.Fatal(err)
-	}
-	exampletest.Check(t, func(t *testing.T, path string, header ...string) (int, string) {
-		var req fasthttp.Request
-		req.SetRequestURI(path)
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		var ctx fasthttp.RequestCtx
-		ctx.Init(&req, remote, nil)
-		handler(&ctx)
-		return ctx.Response.StatusCode(), string(ctx.Response.Header.Peek("Retry-After"))
-	}, issue)
+	exampletest.Check(t, exampletest.Fasthttp(newApp().Handler()), issue)
 }
 
 // Failed logins count, 5 per 15 minutes; successful ones do not.

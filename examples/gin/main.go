@@ -10,6 +10,7 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,11 +32,19 @@ func newRouter() *gin.Engine {
 	r.GET("/user/test", ginlimit.Limit(3, time.Minute), hello)
 	r.GET("/search", ginlimit.Limit(5, time.Second, core.WithRate(20, time.Minute)), hello)
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
-	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans)), hello)
+	r.GET("/api/data", ginlimit.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans), ginlimit.WithDenyHandler(tooMany)), hello)
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed)), login)
 	return r
+}
+
+// tooMany refuses an API request in JSON, as API clients expect. The limit has already set
+// Retry-After and the RateLimit fields; the body repeats the wait for clients that read
+// only the body.
+func tooMany(c *gin.Context, d core.Decision) {
+	retry, _ := strconv.Atoi(c.Writer.Header().Get("Retry-After"))
+	c.JSON(http.StatusTooManyRequests, gin.H{"error": "too many requests", "retry_after": retry})
 }
 
 // password is the demo's; a real application checks a stored hash.

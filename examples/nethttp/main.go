@@ -8,6 +8,7 @@ package main
 import (
 	"crypto/subtle"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -23,11 +24,20 @@ func newMux() *http.ServeMux {
 	mux.Handle("GET /user/test", nethttp.Limit(3, time.Minute)(hello))
 	mux.Handle("GET /search", nethttp.Limit(5, time.Second, core.WithRate(20, time.Minute))(hello))
 	// Each API token issued has its own quota, by its plan; other requests are counted per IP.
-	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans))(hello))
+	mux.Handle("GET /api/data", nethttp.Limit(10, time.Minute, core.WithKey(token), core.WithTiers(plan, plans), nethttp.WithDenyHandler(tooMany))(hello))
 	// Login protection: only failed attempts (a 401) count. A client guessing passwords
 	// gets 5 tries per 15 minutes; logging in uses none of them.
 	mux.Handle("POST /login", nethttp.Limit(5, 15*time.Minute, core.WithCountWhen(core.Failed))(http.HandlerFunc(login)))
 	return mux
+}
+
+// tooMany refuses an API request in JSON, as API clients expect. The limit has already set
+// Retry-After and the RateLimit fields; the body repeats the wait for clients that read
+// only the body.
+func tooMany(w http.ResponseWriter, r *http.Request, d core.Decision) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"error":"too many requests","retry_after":%s}`+"\n", w.Header().Get("Retry-After"))
 }
 
 // password is the demo's; a real application checks a stored hash.

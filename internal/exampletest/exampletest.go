@@ -5,12 +5,14 @@
 package exampletest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,9 +30,14 @@ func NextRemote() string {
 	return fmt.Sprintf("10.%d.%d.%d:4321", n>>16&255, n>>8&255, n&255)
 }
 
-// Send sends the application one GET request with header name, value pairs and returns
-// the status and the Retry-After field.
-type Send func(t *testing.T, path string, header ...string) (status int, retryAfter string)
+// A Reply is what the application answered a request.
+type Reply struct {
+	Status                                   int
+	RetryAfter, RateLimit, ContentType, Body string
+}
+
+// Send sends the application one GET request with header name, value pairs.
+type Send func(t *testing.T, path string, header ...string) Reply
 
 // HTTP returns a Send for a net/http handler (net/http, Gin, Echo), through httptest. Each
 // Send function is a client of its own, with an address no other has used in this process:
@@ -38,7 +45,7 @@ type Send func(t *testing.T, path string, header ...string) (status int, retryAf
 // (go test -count=2).
 func HTTP(h http.Handler) Send {
 	remote := NextRemote()
-	return func(_ *testing.T, path string, header ...string) (int, string) {
+	return func(_ *testing.T, path string, header ...string) Reply {
 		r := httptest.NewRequest("GET", path, nil)
 		r.RemoteAddr = remote
 		for i := 0; i+1 < len(header); i += 2 {
@@ -46,7 +53,29 @@ func HTTP(h http.Handler) Send {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		return w.Code, w.Header().Get("Retry-After")
+		return Reply{w.Code, w.Header().Get("Retry-After"), w.Header().Get("RateLimit"), w.Header().Get("Content-Type"), w.Body.String()}
+	}
+}
+
+// Fasthttp returns a Send for a fasthttp handler (Fiber), called in-process through
+// fasthttp's own request context: Fiber's app.Test would report every client as 0.0.0.0,
+// and the examples count per client address. Like HTTP's, each is a client of its own.
+func Fasthttp(handler fasthttp.RequestHandler) Send {
+	remote, err := net.ResolveTCPAddr("tcp", NextRemote())
+	if err != nil {
+		panic(err)
+	}
+	return func(_ *testing.T, path string, header ...string) Reply {
+		var req fasthttp.Request
+		req.SetRequestURI(path)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, remote, nil)
+		handler(&ctx)
+		h := &ctx.Response.Header
+		return Reply{ctx.Response.StatusCode(), string(h.Peek("Retry-After")), string(h.Peek("RateLimit")), string(h.ContentType()), string(ctx.Response.Body())}
 	}
 }
 
@@ -54,11 +83,11 @@ func HTTP(h http.Handler) Send {
 // token to those the application issued, on a plan ("free", "pro" or "internal").
 func Check(t *testing.T, get Send, issue func(token, plan string)) {
 	for i := 1; i <= 4; i++ {
-		code, retry := get(t, "/user/test")
-		if want := map[bool]int{true: 429, false: 200}[i == 4]; code != want {
-			t.Fatalf("/user/test request %d: status %d, want %d", i, code, want)
+		r := get(t, "/user/test")
+		if want := map[bool]int{true: 429, false: 200}[i == 4]; r.Status != want {
+			t.Fatalf("/user/test request %d: status %d, want %d", i, r.Status, want)
 		}
-		if i == 4 && retry == "" {
+		if i == 4 && r.RetryAfter == "" {
 			t.Fatal("the 429 has no Retry-After")
 		}
 	}
@@ -69,8 +98,7 @@ func Check(t *testing.T, get Send, issue func(token, plan string)) {
 		start := time.Now()
 		var codes []int
 		for range 6 {
-			code, _ := get(t, "/search")
-			codes = append(codes, code)
+			codes = append(codes, get(t, "/search").Status)
 		}
 		took := time.Since(start)
 		if !slices.Contains(codes[:5], 429) && codes[5] == 429 {
@@ -87,24 +115,22 @@ func Check(t *testing.T, get Send, issue func(token, plan string)) {
 	issue(a, "free")
 	issue(b, "free")
 	for i := 1; i <= 10; i++ {
-		if code, _ := get(t, "/api/data", "X-API-Token", a); code != 200 {
+		if code := get(t, "/api/data", "X-API-Token", a).Status; code != 200 {
 			t.Fatalf("token a's request %d: status %d, want 200", i, code)
 		}
 	}
-	if code, _ := get(t, "/api/data", "X-API-Token", a); code != 429 {
-		t.Fatalf("token a's 11th request: status %d, want 429", code)
-	}
-	if code, _ := get(t, "/api/data", "X-API-Token", b); code != 200 {
+	checkJSONRefusal(t, get(t, "/api/data", "X-API-Token", a))
+	if code := get(t, "/api/data", "X-API-Token", b).Status; code != 200 {
 		t.Fatalf("token b: status %d, want 200", code)
 	}
 	// Without a token, or with one the application never issued, the client's IP is the
 	// key: a made-up token must not buy a fresh quota.
-	if code, _ := get(t, "/api/data"); code != 200 {
+	if code := get(t, "/api/data").Status; code != 200 {
 		t.Fatalf("no token (keyed by IP): status %d, want 200", code)
 	}
 	for i := 2; i <= 11; i++ {
 		want := map[bool]int{true: 429, false: 200}[i == 11]
-		if code, _ := get(t, "/api/data", "X-API-Token", fmt.Sprintf("made-up-%d-%s", i, NextRemote())); code != want {
+		if code := get(t, "/api/data", "X-API-Token", fmt.Sprintf("made-up-%d-%s", i, NextRemote())).Status; code != want {
 			t.Fatalf("request %d from one IP, with a token never issued: status %d, want %d (keyed by the IP, 10 a minute)", i, code, want)
 		}
 	}
@@ -113,21 +139,46 @@ func Check(t *testing.T, get Send, issue func(token, plan string)) {
 	pro, internal := "pro-"+NextRemote(), "internal-"+NextRemote()
 	issue(pro, "pro")
 	issue(internal, "internal")
-	if code, _ := get(t, "/api/data", "X-API-Token", "internal-"+NextRemote()); code != 429 {
+	if code := get(t, "/api/data", "X-API-Token", "internal-"+NextRemote()).Status; code != 429 {
 		t.Fatalf("a made-up internal- token from the spent IP: status %d, want 429", code)
 	}
 	for i := 1; i <= 101; i++ {
 		want := map[bool]int{true: 429, false: 200}[i == 101]
-		if code, _ := get(t, "/api/data", "X-API-Token", pro); code != want {
+		if code := get(t, "/api/data", "X-API-Token", pro).Status; code != want {
 			t.Fatalf("pro token's request %d: status %d, want %d (100 a minute)", i, code, want)
 		}
 	}
 	// Past any app-wide limit of 100 a minute per client and route (chi's): a plan is the
 	// token's whole limit.
 	for i := 1; i <= 120; i++ {
-		if code, _ := get(t, "/api/data", "X-API-Token", internal); code != 200 {
+		if code := get(t, "/api/data", "X-API-Token", internal).Status; code != 200 {
 			t.Fatalf("internal token's request %d: status %d, want 200 (unlimited)", i, code)
 		}
+	}
+}
+
+// checkJSONRefusal checks /api/data's refusal, which API clients read as JSON: 429, a JSON
+// body whose retry_after is the Retry-After field's, and the RateLimit field kept.
+func checkJSONRefusal(t *testing.T, r Reply) {
+	t.Helper()
+	var body struct {
+		Error      string `json:"error"`
+		RetryAfter int    `json:"retry_after"`
+	}
+	if r.Status != 429 {
+		t.Fatalf("token a's 11th request: status %d, want 429", r.Status)
+	}
+	if !strings.HasPrefix(r.ContentType, "application/json") {
+		t.Fatalf("/api/data's refusal: Content-Type %q, want application/json", r.ContentType)
+	}
+	if err := json.Unmarshal([]byte(r.Body), &body); err != nil || body.Error == "" {
+		t.Fatalf("/api/data's refusal: body %q is not the JSON refusal (%v)", r.Body, err)
+	}
+	if strconv.Itoa(body.RetryAfter) != r.RetryAfter || body.RetryAfter < 1 {
+		t.Fatalf("/api/data's refusal: retry_after %d, Retry-After field %q: want the same whole seconds", body.RetryAfter, r.RetryAfter)
+	}
+	if !strings.Contains(r.RateLimit, "r=0") {
+		t.Fatalf("/api/data's refusal: RateLimit field %q, want the spent quota's", r.RateLimit)
 	}
 }
 

@@ -1,8 +1,15 @@
+// Command all runs the tour on every framework reqlimit serves: net/http, Gin, Echo v4 and
+// v5, Fiber v2 and v3. It compiles all six frameworks, so its first run takes a while;
+// `go run ./examples/tour` shows the same on net/http alone.
+//
+//	go run ./examples/tour/all
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -14,19 +21,27 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/echolimit"
 	echolimit5 "github.com/reqlimit/reqlimit/echolimit/v5"
+	"github.com/reqlimit/reqlimit/examples/tour/internal/show"
 	"github.com/reqlimit/reqlimit/fiberlimit"
 	fiberlimit3 "github.com/reqlimit/reqlimit/fiberlimit/v3"
 	"github.com/reqlimit/reqlimit/ginlimit"
 )
 
-func init() {
-	apps = append(apps,
-		app{"Gin", serveGin},
-		app{"Echo v4", serveEcho},
-		app{"Echo v5", serveEcho5},
-		app{"Fiber v2", serveFiber},
-		app{"Fiber v3", serveFiber3},
-	)
+// apps lists the tour's stops, in order.
+var apps = []show.App{
+	show.NetHTTP,
+	{Name: "Gin", Serve: serveGin},
+	{Name: "Echo v4", Serve: serveEcho},
+	{Name: "Echo v5", Serve: serveEcho5},
+	{Name: "Fiber v2", Serve: serveFiber},
+	{Name: "Fiber v3", Serve: serveFiber3},
+}
+
+func main() {
+	if err := show.Run(os.Stdout, apps...); err != nil {
+		fmt.Fprintln(os.Stderr, "tour:", err)
+		os.Exit(1)
+	}
 }
 
 // Each demo gets its own store, so that the adapters' counts do not mix.
@@ -36,7 +51,7 @@ func serveGin(ln net.Listener) func() {
 	r := gin.New()
 	r.GET("/user/test", ginlimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))),
 		func(c *gin.Context) { c.String(200, "hello") })
-	return serveHTTP(ln, r)
+	return show.ServeHTTP(ln, r)
 }
 
 func serveEcho(ln net.Listener) func() {
@@ -44,14 +59,14 @@ func serveEcho(ln net.Listener) func() {
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/user/test", func(c echo.Context) error { return c.String(200, "hello") },
 		echolimit.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))))
-	return serveHTTP(ln, e)
+	return show.ServeHTTP(ln, e)
 }
 
 func serveEcho5(ln net.Listener) func() {
 	e := echo5.New()
 	e.GET("/user/test", func(c *echo5.Context) error { return c.String(200, "hello") },
 		echolimit5.Limit(3, time.Minute, core.WithStore(core.NewMemoryStore(nil))))
-	return serveHTTP(ln, e)
+	return show.ServeHTTP(ln, e)
 }
 
 func serveFiber(ln net.Listener) func() {
@@ -68,10 +83,4 @@ func serveFiber3(ln net.Listener) func() {
 		func(c fiber3.Ctx) error { return c.SendString("hello") })
 	go app.Listener(ln, fiber3.ListenConfig{DisableStartupMessage: true})
 	return func() { app.Shutdown() }
-}
-
-func serveHTTP(ln net.Listener, h http.Handler) func() {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	return func() { srv.Close() }
 }
