@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -106,47 +105,6 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		}
 	}
 	return m
-}
-
-// inBubble reports whether now, a time.Now reading, was taken inside a testing/synctest
-// bubble: there it has no monotonic reading, since the bubble's time is its own and moves
-// only as the bubble sleeps.
-func inBubble(now time.Time) bool { return now == now.Round(0) }
-
-// bubbleClock is the clock of a store made in a synctest bubble at epoch: the bubble's
-// time inside a bubble. Outside one (the bubble ended and a test goes on with the store,
-// or the store is the process's default) the bubble's made-up date means nothing, so the
-// clock goes on from its last reading in the bubble by the monotonic time since its first
-// reading outside: it never leaps ahead, which would let every grant out of its window.
-func bubbleClock(epoch time.Time) func() int64 {
-	var last atomic.Int64                 // the latest reading in the bubble
-	var outside atomic.Pointer[time.Time] // the first reading outside it
-	return func() int64 {
-		now := time.Now()
-		if inBubble(now) {
-			n := int64(now.Sub(epoch))
-			last.Store(n)
-			return n
-		}
-		outside.CompareAndSwap(nil, &now)
-		return last.Load() + int64(time.Since(*outside.Load()))
-	}
-}
-
-// now returns nanoseconds on the store's clock: since the store was made, unless
-// MemoryConfig.Now or a bubble says otherwise.
-func (m *MemoryStore) now() int64 {
-	if m.clock != nil {
-		return m.clock()
-	}
-	return int64(time.Since(m.start))
-}
-
-// runAhead makes the store's clock run ahead by step more at every reading, for
-// hook.RunAhead. The store is then for one goroutine only.
-func (m *MemoryStore) runAhead(step time.Duration) {
-	var n int64
-	m.clock = func() int64 { n++; return int64(time.Since(m.start)) + n*int64(step) }
 }
 
 // hash names a key within its policy's table: two seeded hashes, so that no choice of
@@ -285,74 +243,4 @@ func (m *MemoryStore) reserve() bool {
 			return true
 		}
 	}
-}
-
-// Reset implements Resetter; it fails only for a nil policy. The key's entry stays, empty,
-// with the key's clock at the reset: a request in flight across the reset holds a grant
-// made no later, which Release then ignores, and the key's later grants are recorded
-// after it. The entry is swept like any other once that time is out of every window.
-func (m *MemoryStore) Reset(_ context.Context, q Query) error {
-	p := q.Policy
-	if p == nil {
-		return errNilPolicy
-	}
-	t := m.table(p)
-	h := m.hash(q.Scope, q.Key)
-	sh := t.shard(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entries[h]
-	if e == nil {
-		// Never used, or swept: nothing to forget. Unless newcomers share the overflow
-		// bucket, where the key's grants may be among others': clearing it would free them
-		// all, keeping it leaves the key refused, so the caller must learn it.
-		if t.overflowHolds(m.now()) {
-			return fmt.Errorf("the memory store is at its key cap (MemoryConfig.MaxKeys %d): the key may be counted in the bucket newcomers share, which a reset of one key cannot clear; raise MaxKeys", m.maxKeys)
-		}
-		return nil
-	}
-	// The key's clock, not the store's: the store's may have stepped back (an injected
-	// clock), and never lower than an earlier reset's, whose forgotten grants still count
-	// as forgotten.
-	e[0] = max(e[0], p.keyClock(e[1:], m.now()))
-	p.resetState(e[1:])
-	return nil
-}
-
-// overflowHolds reports whether the policy's overflow bucket holds grants a window counts
-// at now.
-func (t *keyTable) overflowHolds(now int64) bool {
-	t.overflowMu.Lock()
-	defer t.overflowMu.Unlock()
-	return t.overflow != nil && !t.policy.idle(t.overflow, now)
-}
-
-// Release implements Releaser; it fails only for a nil policy.
-func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
-	p := q.Policy
-	if p == nil {
-		return errNilPolicy
-	}
-	t := m.table(p)
-	h := m.hash(q.Scope, q.Key)
-	sh := t.shard(h)
-	sh.mu.Lock()
-	if e := sh.entries[h]; e != nil {
-		// A grant no later than the key's reset was forgotten by it: its time (or bucket)
-		// may be a later grant's.
-		if e[0] == never || grant > e[0] {
-			p.release(e[1:], grant, q.Cost)
-		}
-		sh.mu.Unlock()
-		return nil
-	}
-	sh.mu.Unlock()
-	// Decided in the overflow bucket while the store was full (or swept since, and then
-	// the grant is out of every window and not in the overflow bucket either).
-	t.overflowMu.Lock()
-	if t.overflow != nil {
-		p.release(t.overflow, grant, q.Cost)
-	}
-	t.overflowMu.Unlock()
-	return nil
 }

@@ -172,7 +172,7 @@ func heapPerKeyIn(p *core.Policy, n int, cfg *core.MemoryConfig) float64 {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(store)
 	runtime.KeepAlive(keys)
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }
 
 // TestStoreRunsNoGoroutine backs the promise that there is nothing to close: stores made,
