@@ -12,7 +12,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reqlimit/reqlimit/core"
-	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // Benchmarks of one decision. Each reqlimit case runs beside golang.org/x/time/rate doing
@@ -53,14 +52,6 @@ func BenchmarkOneKeySerial(b *testing.B) {
 				l.Allow()
 			}
 		})
-		b.Run("reqlimit-compact/"+c.name, func(b *testing.B) {
-			s := core.NewMemoryStore(&core.MemoryConfig{Compact: true})
-			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
-			s.Decide(ctx, q)
-			for b.Loop() {
-				s.Decide(ctx, q)
-			}
-		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
 			s := core.NewMemoryStore(nil)
 			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
@@ -92,14 +83,15 @@ func BenchmarkOneKeySerial(b *testing.B) {
 }
 
 // BenchmarkFloor times, alone, the two steps no strict in-process decision can skip: a
-// monotonic clock read (the runtime's, as the memory store reads it) and an uncontended
+// monotonic clock read (time.Since, as the memory store reads it) and an uncontended
 // lock around the key's state. Their sum is the floor under BenchmarkOneKeySerial's
 // reqlimit rows.
 func BenchmarkFloor(b *testing.B) {
 	var sink int64
+	start := time.Now()
 	b.Run("clock", func(b *testing.B) {
 		for b.Loop() {
-			sink += monotime.Nanotime()
+			sink += int64(time.Since(start))
 		}
 	})
 	b.Run("mutex", func(b *testing.B) {
@@ -119,7 +111,7 @@ func BenchmarkFloor(b *testing.B) {
 		scope, key := "GET /user/test", "192.0.2.1"
 		state[maphash.String(seed, scope)^maphash.String(seed, key)] = new(int64)
 		for b.Loop() {
-			now := monotime.Nanotime()
+			now := int64(time.Since(start))
 			e := state[maphash.String(seed, scope)^maphash.String(seed, key)]
 			mu.Lock()
 			*e = now
@@ -136,17 +128,30 @@ func BenchmarkFloor(b *testing.B) {
 // beside the floor (BenchmarkFloor's clock read and lock), in turns of 64 in one loop, so
 // that whatever else the machine does falls on all three alike: x-xtimerate and x-floor
 // are reqlimit's time over theirs, steadier than dividing separate runs; ns/op counts one
-// turn of each.
+// turn of each. Policies of every size: an exact log, short and long, and the bounded
+// form, each with a count no benchmark reaches within its period.
 //
 //	go test ./core -run '^$' -bench Interleaved -count 5
 func BenchmarkInterleaved(b *testing.B) {
+	for _, p := range []*core.Policy{
+		admittedPolicy,
+		mustPolicy(core.Rate{Count: 100, Period: time.Nanosecond}),
+		mustPolicy(core.Rate{Count: 1e9, Period: time.Hour}),
+		mustPolicy(core.Rate{Count: 1e7, Period: time.Second}),
+	} {
+		b.Run(p.String(), func(b *testing.B) { interleaved(b, p) })
+	}
+}
+
+func interleaved(b *testing.B, p *core.Policy) {
 	ctx := context.Background()
 	s := core.NewMemoryStore(nil)
-	q := core.Query{Policy: admittedPolicy, Scope: "GET /user/test", Key: "192.0.2.1"}
+	q := core.Query{Policy: p, Scope: "GET /user/test", Key: "192.0.2.1"}
 	s.Decide(ctx, q)
 	l := admittedLimiter()
 	var mu sync.Mutex
 	var last int64
+	start := time.Now()
 	const turn = 64
 	var tr, tx, tf time.Duration
 	admitted := true
@@ -162,7 +167,7 @@ func BenchmarkInterleaved(b *testing.B) {
 		}
 		t2 := time.Now()
 		for range turn {
-			now := monotime.Nanotime()
+			now := int64(time.Since(start))
 			mu.Lock()
 			last = now
 			mu.Unlock()
@@ -220,6 +225,7 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 			for _, k := range keys {
 				m.Store(k, c.xlimit())
 			}
+			b.ResetTimer()
 			var next atomic.Uint64
 			b.RunParallel(func(pb *testing.PB) {
 				i := next.Add(7919)
@@ -235,6 +241,7 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 			for _, k := range keys {
 				s.Decide(ctx, core.Query{Policy: c.p, Scope: "GET /user/test", Key: k})
 			}
+			b.ResetTimer()
 			var next atomic.Uint64
 			b.RunParallel(func(pb *testing.PB) {
 				i := next.Add(7919)
@@ -247,7 +254,8 @@ func BenchmarkManyKeysParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkHeapPerKey reports the heap each tracked key costs, per policy.
+// BenchmarkHeapPerKey reports the heap each tracked key costs, per policy: the live heap
+// after GC with 100,000 keys.
 func BenchmarkHeapPerKey(b *testing.B) {
 	for _, p := range []*core.Policy{
 		mustParse("3/1m"),
@@ -256,9 +264,9 @@ func BenchmarkHeapPerKey(b *testing.B) {
 		mustParse("10000000/1s"),
 	} {
 		b.Run(p.String(), func(b *testing.B) {
-			var perKey float64
+			// Once: a loop would measure the heap while earlier stores await collection.
+			perKey := heapPerKey(p, 100_000)
 			for b.Loop() {
-				perKey = heapPerKey(p, 20_000)
 			}
 			b.ReportMetric(perKey, "B/key")
 		})

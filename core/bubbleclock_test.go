@@ -43,6 +43,11 @@ func TestMemoryStoreMadeInBubbleStaysStrictAfterIt(t *testing.T) {
 			"the store's clock read %v in the bubble and %v (%.1f years) just after it",
 			time.Since(realStart), time.Duration(inside), time.Duration(s.now()), time.Duration(s.now()).Hours()/24/365.25)
 	}
+	// Outside its bubble such a store (the process's default, made by a test in one) is
+	// still allocation-free per decision.
+	if n := testing.AllocsPerRun(100, func() { s.Decide(ctx, q) }); n != 0 {
+		t.Errorf("%v allocations per decision outside the bubble the store was made in", n)
+	}
 }
 
 // TestDefaultStoreMadeInBubbleStaysStrictOutsideIt: the process-wide default store is made

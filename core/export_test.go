@@ -7,32 +7,38 @@ import (
 
 // Views of the memory store's insides for the external tests.
 
-// SweepChunk is how many slots one sweep step examines.
+// SweepChunk is how many entries one sweep step examines.
 const SweepChunk = sweepChunk
 
-// CountSweptSlots makes m add to *n the slots each of its sweeps examines. Set it before m
-// is used, and use m from one goroutine: *n is not synchronized.
-func CountSweptSlots(m *MemoryStore, n *int) { m.sweepHook = func(k int) { *n += k } }
+// CountSweptEntries makes m add to *n the entries each of its sweep steps examines. Set it
+// before m is used, and use m from one goroutine: *n is not synchronized.
+func CountSweptEntries(m *MemoryStore, n *int) { m.sweepHook = func(k int) { *n += k } }
 
 // HoldsKey reports whether m holds an entry of its own for the key, rather than deciding it
 // in the overflow bucket.
 func HoldsKey(m *MemoryStore, p *Policy, scope, key string) bool {
 	t := m.table(p)
-	h := m.hash(t, scope, key)
-	return t.shards[h>>(64-6)].find(h) != nil
+	h := m.hash(scope, key)
+	sh := t.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.entries[h] != nil
 }
 
 // ShardOf returns the index of the shard that holds, or would hold, the key.
 func ShardOf(m *MemoryStore, p *Policy, scope, key string) int {
-	return int(m.hash(m.table(p), scope, key) >> (64 - 6))
+	return int(m.hash(scope, key) >> (64 - 6))
 }
 
-// SlotCount returns how many slots m's tables have, all shards together, and the most any
-// one shard has.
-func SlotCount(m *MemoryStore) (total, most int) {
+// EntryCount returns how many entries m's tables hold, all shards together, and the most
+// any one shard holds.
+func EntryCount(m *MemoryStore) (total, most int) {
 	for _, t := range m.tableList() {
 		for i := range t.shards {
-			n := len(t.shards[i].slots.Load().slots)
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			n := len(sh.order)
+			sh.mu.Unlock()
 			total += n
 			most = max(most, n)
 		}
@@ -109,12 +115,20 @@ func QuotaLimits(q *Quota) int {
 // QuotaHeld is how many limits q holds, collected ones not yet dropped included.
 func QuotaHeld(q *Quota) int { return len(*q.ls.Load()) }
 
-// Fences is how many reset fences m holds for p's table.
-func Fences(m *MemoryStore, p *Policy) int {
-	t := m.table(p)
-	t.fenceMu.Lock()
-	defer t.fenceMu.Unlock()
-	return t.fenceN
+// ResetKeys is how many of the keys m holds for p record a reset.
+func ResetKeys(m *MemoryStore, p *Policy) int {
+	t, n := m.table(p), 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.entries {
+			if e[0] != never {
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 var DecimalLen = decimalLen
@@ -127,6 +141,4 @@ func PutMember(name string, r, t uint64) string {
 	return string(b)
 }
 
-func (m *MemoryStore) HashKey(key string) uint64 { return m.hashKey(key) }
-
-var SameText = sameText
+func (m *MemoryStore) Hash(scope, key string) uint64 { return m.hash(scope, key) }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
-	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // A limiter is one registered limit as the middlewares apply it: its policy, its store, how
@@ -59,11 +58,7 @@ func init() {
 	hook.Build = build
 	hook.Extension = func(key, value any) any { return withExtension(key, value) }
 	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
-	hook.RunAhead = func(store any, step time.Duration) {
-		m := store.(*MemoryStore)
-		var n int64 // one goroutine's: an atomic add would be a cost no server pays
-		m.clock = func() int64 { n++; return monotime.Nanotime() - m.base + n*int64(step) }
-	}
+	hook.RunAhead = func(store any, step time.Duration) { store.(*MemoryStore).runAhead(step) }
 }
 
 // build is hook.Build: the limit count per period (or of policy's text, with parse) with

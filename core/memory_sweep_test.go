@@ -12,16 +12,16 @@ import (
 // From the defects issue: a new key at the key cap made its decision sweep its whole shard
 // under the shard's lock (and every 100 ms the whole store), so a flood of distinct keys
 // slowed every decision. Here each decision at the cap examines at most two sweep steps of
-// slots, however full the shards; an idle key anywhere in the store is still found by the
+// entries, however full the shards; an idle key anywhere in the store is still found by the
 // newcomers' sweeping within one round of the shards, and gives a newcomer its room; live
 // keys are never dropped and stay strictly limited, and newcomers share the overflow
 // bucket's one quota, which follows the newcomer that gets an entry.
 func TestNewKeyAtCapIsBounded(t *testing.T) {
-	const maxKeys = 64 * 256 // hundreds of slots a shard: a whole-shard sweep shows
+	const maxKeys = 64 * 256 // hundreds of entries a shard: a whole-shard sweep shows
 	// Newcomers do all the sweeping: the periodic sweep never comes round.
 	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: maxKeys, SweepInterval: 1 << 62})
 	var examined int
-	core.CountSweptSlots(s, &examined)
+	core.CountSweptEntries(s, &examined)
 	p := mustPolicy(core.Rate{Count: 1, Period: time.Minute})
 	sec := int64(time.Second)
 	decide := func(key string, now int64) bool {
@@ -32,7 +32,7 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		if examined > 2*core.SweepChunk {
-			t.Fatalf("deciding %s at %v examined %d slots for idle keys, want at most %d",
+			t.Fatalf("deciding %s at %v examined %d entries for idle keys, want at most %d",
 				key, time.Duration(now), examined, 2*core.SweepChunk)
 		}
 		return d.Allowed
@@ -61,9 +61,9 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 		t.Fatalf("%d of 1000 newcomers admitted at the cap, want 1: the overflow bucket's quota", admitted)
 	}
 
-	// At 61s only lonely is idle. The round reaches every slot within one pass over all of
+	// At 61s only lonely is idle. The round reaches every entry within one pass over all of
 	// them, plus the part of the shard it was on that it passed before lonely went idle.
-	total, most := core.SlotCount(s)
+	total, most := core.EntryCount(s)
 	bound := (total+most)/core.SweepChunk + 2*64
 	roomFor := ""
 	for i := 0; i < bound && roomFor == ""; i++ {
@@ -120,13 +120,13 @@ func TestNewKeyAtCapIsBounded(t *testing.T) {
 }
 
 // The periodic sweep is spread over a shard's decisions, one step each, rather than a whole
-// shard swept inside one request: each decision examines at most one step of slots, each
+// shard swept inside one request: each decision examines at most one step of entries, each
 // shard's pass still drops every idle key it holds, and SweepNow still drops them all at once.
 func TestPeriodicSweepIsBounded(t *testing.T) {
 	clock := storetest.NewManualClock(time.Unix(0, 0))
 	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: time.Second})
 	var examined int
-	core.CountSweptSlots(s, &examined)
+	core.CountSweptEntries(s, &examined)
 	p := mustPolicy(core.Rate{Count: 1, Period: time.Second})
 	sec := int64(time.Second)
 	const n = 64 * 256
@@ -134,7 +134,7 @@ func TestPeriodicSweepIsBounded(t *testing.T) {
 		s.DecideAt(core.Query{Policy: p, Key: fmt.Sprint("idle-", i)}, 0)
 	}
 	if examined != 0 {
-		t.Fatalf("%d slots examined before any sweep was due", examined)
+		t.Fatalf("%d entries examined before any sweep was due", examined)
 	}
 	// One probe key in every shard, to drive that shard's sweep.
 	probes := make([]string, 64)
@@ -145,7 +145,7 @@ func TestPeriodicSweepIsBounded(t *testing.T) {
 		}
 	}
 	// A probe's insertion may grow its shard once before the pass begins.
-	_, most := core.SlotCount(s)
+	_, most := core.EntryCount(s)
 	bound := 2*most/core.SweepChunk + 1
 	rounds := 0
 	for s.Len() > len(probes) {
@@ -159,7 +159,7 @@ func TestPeriodicSweepIsBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			if examined > core.SweepChunk {
-				t.Fatalf("a decision examined %d slots for idle keys, want at most %d", examined, core.SweepChunk)
+				t.Fatalf("a decision examined %d entries for idle keys, want at most %d", examined, core.SweepChunk)
 			}
 			if d.Allowed != (rounds == 1) {
 				t.Fatalf("probe %s in round %d: allowed %v under 1 per second", k, rounds, d.Allowed)

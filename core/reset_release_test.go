@@ -13,7 +13,7 @@ import (
 
 // Giving back (Release) a grant that a Reset already forgot changes nothing. The stores
 // find the grant to give back by its time (the exact ring: an entry equal to
-// Decision.Grant; a bounded rate: the bucket of that time; the compact log: the unit), so
+// Decision.Grant; a bounded rate: the bucket of that time), so
 // after a Reset, grants recorded later at the same time were taken for the forgotten one,
 // and one of them was given back: one request more than the count in one window.
 
@@ -58,17 +58,6 @@ func TestReleaseAfterResetBounded(t *testing.T) {
 	releaseAfterReset(t, s, clock, mustParse("300/1h"), 10*time.Millisecond)
 }
 
-// The compact log keeps times in units (50 ms for 15 minutes): grants in the unit of the
-// forgotten one are taken for it.
-func TestReleaseAfterResetCompact(t *testing.T) {
-	// Off a unit's edge, as a real clock nearly always is: the grants below all round up to
-	// the end of one unit. The store counts from its first reading.
-	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: true})
-	clock.Advance(time.Millisecond) // the store counts from its first reading
-	releaseAfterReset(t, s, clock, mustParse("5/15m"), time.Millisecond)
-}
-
 // The exact log, on a clock that did not move between the grants (a coarse clock, or a
 // test's).
 func TestReleaseAfterResetExact(t *testing.T) {
@@ -87,19 +76,17 @@ func TestReleaseAfterResetExact(t *testing.T) {
 func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name    string
-		count   int
-		period  time.Duration
-		compact bool
+		name   string
+		count  int
+		period time.Duration
 	}{
-		{"bounded 300/1h", 300, time.Hour, false},
-		{"compact 5/15m", 5, 15 * time.Minute, true},
+		{"bounded 300/1h", 300, time.Hour},
+		{"exact 5/15m", 5, 15 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 			quota := new(core.Quota)
-			store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
-			clock.Advance(time.Millisecond) // off a unit's edge, as a real clock nearly always is
+			store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 			l, err := adapter.New(c.count, c.period, core.WithStore(store), core.WithScope("login-"+c.name),
 				core.WithCountWhen(core.Failed), core.WithQuota(quota))
 			if err != nil {
@@ -136,9 +123,10 @@ func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 	}
 }
 
-// A reset's fence is dropped once every grant it forgot is out of every window: a store
-// that resets keys all day holds the fences of about two periods, not of every reset.
-func TestResetFencesAreDropped(t *testing.T) {
+// A reset key is swept like any idle key once every grant the reset forgot is out of every
+// window: a store that resets keys all day holds the keys of about two periods, not of
+// every reset.
+func TestResetKeysAreSwept(t *testing.T) {
 	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	p := mustPolicy(core.Rate{Count: 1, Period: time.Second})
@@ -153,42 +141,36 @@ func TestResetFencesAreDropped(t *testing.T) {
 		}
 		clock.Advance(100 * time.Millisecond) // two periods hold 20 resets
 	}
-	if n := core.Fences(s, p); n > 128 {
-		t.Fatalf("%d fences held after 2000 resets, 20 of them within two periods", n)
+	held := core.ResetKeys(s, p)
+	core.SweepNow(s)
+	if n := core.ResetKeys(s, p); n < 19 || n > 21 || s.Len() != n {
+		t.Fatalf("%d keys held, %d of them reset, after 2000 resets and a sweep, 20 of them within two periods (%d held before the sweep)", s.Len(), n, held)
 	}
 }
 
-// After a Quota.Reset, requests admitted at the reset's clock reading, or within its unit
-// on a compact log, give their slots back like any others: the key's grants since the
-// reset are recorded after its fence (MemoryStore.Reset), so Release tells them from those
-// the reset forgot. A login limit counting failed attempts, reset after a lockout, then
+// After a Quota.Reset, requests admitted at the reset's clock reading give their slots
+// back like any others: the key's grants since the reset are recorded after it
+// (MemoryStore.Reset), so Release tells them from those the reset forgot. A login limit counting failed attempts, reset after a lockout, then
 // successful logins: none counts, and the next request is admitted.
 func TestGrantsAfterAResetAreGivenBack(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		count   int
-		compact bool
-		period  time.Duration
-		after   time.Duration // from the reset to the requests
+		name   string
+		count  int
+		period time.Duration
+		after  time.Duration // from the reset to the requests
 	}{
-		{"exact", 3, false, 15 * time.Minute, 0},
-		{"exact-1ms-later", 3, false, 15 * time.Minute, time.Millisecond},
-		{"compact", 3, true, 15 * time.Minute, 0},
-		{"bounded", 300, false, 15 * time.Minute, 0},
-		// The compact log's unit for 15m is tens of milliseconds: a request 1 ms after
-		// the reset is in the reset's unit.
-		{"compact-1ms-later", 3, true, 15 * time.Minute, time.Millisecond},
-		// For a day the unit is seconds: a user who signs in 2 s after the reset.
-		{"compact-1d-2s-later", 3, true, 24 * time.Hour, 2 * time.Second},
+		{"exact", 3, 15 * time.Minute, 0},
+		{"exact-1ms-later", 3, 15 * time.Minute, time.Millisecond},
+		{"bounded", 300, 15 * time.Minute, 0},
 	} {
-		t.Run(c.name, func(t *testing.T) { grantsAfterReset(t, c.name, c.count, c.compact, c.period, c.after) })
+		t.Run(c.name, func(t *testing.T) { grantsAfterReset(t, c.name, c.count, c.period, c.after) })
 	}
 }
 
-func grantsAfterReset(t *testing.T, name string, count int, compact bool, period, after time.Duration) {
+func grantsAfterReset(t *testing.T, name string, count int, period, after time.Duration) {
 	ctx := context.Background()
 	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: compact})
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	quota := new(core.Quota)
 	l, err := adapter.New(count, period, core.WithStore(store), core.WithScope("login-"+name),
 		core.WithCountWhen(core.Failed), core.WithQuota(quota))

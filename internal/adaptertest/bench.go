@@ -9,7 +9,6 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/hook"
-	"github.com/reqlimit/reqlimit/internal/monotime"
 )
 
 // BenchApps are the applications the middleware benchmarks compare: one route, bare, then
@@ -85,9 +84,13 @@ func NewFloor[K comparable]() *Floor[K] {
 	return &Floor[K]{clients: map[K]*floorState{}}
 }
 
+// floorStart is when the floors' clock starts: they read it as the memory store reads its
+// own, by time.Since.
+var floorStart = time.Now()
+
 // Admit records a request of the client at peer.
 func (f *Floor[K]) Admit(peer K) {
-	now := monotime.Nanotime() // the clock the memory store reads
+	now := int64(time.Since(floorStart))
 	f.mu.Lock()
 	s := f.clients[peer]
 	if s == nil {
