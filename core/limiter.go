@@ -109,7 +109,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 }
 
 func newLimiter(rates []Rate, text bool, opts []Option) (*limiter, error) {
-	cfg := config{ipv6Bits: 64, failStatus: 429, denyStatus: 429, denyBody: "Too Many Requests\n"}
+	cfg := config{ipv6Bits: 64, failStatus: http.StatusServiceUnavailable, denyStatus: 429, denyBody: "Too Many Requests\n"}
 	for _, o := range opts {
 		if o == nil {
 			continue

@@ -51,8 +51,8 @@ func TestFailModes(t *testing.T) {
 		wantCode int
 	}{
 		{core.FailOpen, 0, []bool{true, true, true, true}, 0},
-		{core.FailClosed, 0, []bool{false, false, false, false}, 429},
-		{core.FailClosed, 503, []bool{false, false, false, false}, 503},
+		{core.FailClosed, 0, []bool{false, false, false, false}, 503},
+		{core.FailClosed, 429, []bool{false, false, false, false}, 429},
 		{core.FailLocal, 0, []bool{true, true, true, false}, 429}, // still 3 per minute, locally
 	} {
 		opts := []core.Option{core.WithStore(downStore{}), core.WithFailMode(c.mode), hook}
@@ -78,11 +78,11 @@ func TestFailModes(t *testing.T) {
 
 // A refusal the store failed to decide (FailClosed) tells the client only what is known:
 // the policy and when to retry, no remaining count or reset it never read, and a body that
-// matches WithFailStatus's status.
+// matches the fail status (503 by default).
 func TestFailClosedSendsNoMadeUpFields(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /r", nethttp.Limit(3, time.Minute, core.WithStore(downStore{}), core.WithFailMode(core.FailClosed),
-		core.WithFailStatus(503), core.WithErrorHook(func(context.Context, error) {}))(http.NotFoundHandler()))
+		core.WithErrorHook(func(context.Context, error) {}))(http.NotFoundHandler()))
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("GET", "/r", nil)
 	mux.ServeHTTP(w, r)
@@ -131,8 +131,8 @@ func TestRequestGoneIsRefusedInEveryFailMode(t *testing.T) {
 			ctx, cancel := c.ctx()
 			v := adapter.Check(l, ctx, in, adapter.HeaderMap{})
 			cancel()
-			if v.Allowed || v.Status != 429 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
-				t.Errorf("%v, %s: %+v, want refused with 429 and the reason", mode, c.name, v)
+			if v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
+				t.Errorf("%v, %s: %+v, want refused with 503 and the reason", mode, c.name, v)
 			}
 			if (len(hooked) > 0) != c.reported {
 				t.Errorf("%v, %s: error hook saw %v, want reported=%v", mode, c.name, hooked, c.reported)
@@ -172,8 +172,8 @@ func TestRequestPastItsDeadlineIsRefusedBeforeItsTimerFires(t *testing.T) {
 		l := adapter.Must(3, time.Minute, core.WithStore(deadlineStore{}), core.WithFailMode(mode),
 			core.WithErrorHook(func(context.Context, error) {}))
 		v := adapter.Check(l, lateContext{context.Background()}, in, adapter.HeaderMap{})
-		if v.Allowed || v.Status != 429 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
-			t.Errorf("%v: %+v, want refused with 429 and the reason", mode, v)
+		if v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
+			t.Errorf("%v: %+v, want refused with 503 and the reason", mode, v)
 		}
 	}
 }

@@ -173,7 +173,9 @@ type FailMode uint8
 const (
 	// FailOpen, the default, admits: a store outage does not become an outage of the app.
 	FailOpen FailMode = iota
-	// FailClosed refuses the request, with 429 unless WithFailStatus says otherwise.
+	// FailClosed refuses the request, with 503 Service Unavailable and Retry-After: 1
+	// unless WithFailStatus says otherwise (gRPC: Unavailable): the service cannot decide,
+	// and a 429 would tell the client that it sent too much.
 	FailClosed
 	// FailLocal decides in a local memory store: each instance limits on its own.
 	FailLocal
@@ -191,7 +193,11 @@ func WithFailMode(m FailMode) Option {
 }
 
 // WithFailStatus sets the status of undecided requests (FailClosed's refusals, requests
-// that ended first): 4xx or 5xx, 429 by default.
+// that ended first): 4xx or 5xx, 503 by default; WithFailStatus(429) answers an outage as
+// over the limit. Each carries Retry-After: 1, a short pause rather than a wait the store
+// worked out, and as body the status's own text ("Service Unavailable") unless it is the
+// deny status (WithDenyResponse), whose body it then gets. gRPC calls get Unavailable
+// whatever the status.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
 		if code < 400 || code > 599 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,6 +50,7 @@ type call struct {
 	done     chan struct{} // receives once v and err are set
 	queued   bool          // in a queue's waiting list (under its lock)
 	gone     bool          // abandoned while queued: the flight that takes it pools it
+	down     *refusals     // its server's refusal signal, taken before it was sent
 }
 
 // doneCtx is a context already done.
@@ -72,15 +74,94 @@ type queue struct {
 	waiting []*call
 	flying  int // sends on the wire
 	// unreachable is the error of the last failed attempt to connect to the server, until
-	// a connection or an answer comes (see explain).
+	// a connection or an answer comes (see explain and shut).
 	unreachable atomic.Pointer[dialFailure]
+	// signal is done at the next refused connection (see refusals); nil until a call
+	// asks for it, and again after each refusal.
+	signal atomic.Pointer[refusals]
+	// probing is set while a call goes to a server that refused connections, to see
+	// whether it is back (see shut).
+	probing atomic.Bool
 	// node is the Cluster node client whose dials report here; nil for a single server,
 	// whose client reports to the store's own queue.
 	node atomic.Pointer[redis.Client]
 }
 
-// A dialFailure is the error a connection attempt to a server met.
-type dialFailure struct{ err error }
+// A dialFailure is the error a connection attempt to a server met, and when. refused says
+// that the server's host, or the network, answered no at once (see isRefusal): unlike a
+// timeout, that ends every call waiting for a connection, and the next ones for a while.
+type dialFailure struct {
+	err     error
+	at      time.Time
+	refused bool
+}
+
+// refusedPause is how long after a refused connection a call fails without being sent,
+// unless a connection or an answer comes first. go-redis would otherwise keep each call
+// until its deadline, trying to connect again and again, and log each failed round; the
+// pause lets one call a pause go to the server to find it back (see shut).
+const refusedPause = time.Second
+
+// refusals is a signal that a server refused a connection: ctx is cancelled, with the
+// dial's error as cause, at the next refusal the store's hook sees. Calls on their way
+// to the server stop waiting then rather than at their deadline: go-redis, which dials
+// on a goroutine of its own and tries again after a pause, would keep them until the
+// deadline and then report only the deadline.
+type refusals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// refusalSignal returns q's current signal, made if there is none.
+func (q *queue) refusalSignal() *refusals {
+	for {
+		if r := q.signal.Load(); r != nil {
+			return r
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		r := &refusals{ctx, cancel}
+		if q.signal.CompareAndSwap(nil, r) {
+			return r
+		}
+		cancel(nil)
+	}
+}
+
+// refused notes that a connection attempt to q's server was refused with err: calls
+// fail at once for refusedPause, and those under way stop waiting.
+func (q *queue) refused(err error) {
+	q.unreachable.Store(&dialFailure{err: err, at: time.Now(), refused: true})
+	if r := q.signal.Swap(nil); r != nil {
+		r.cancel(err)
+	}
+}
+
+// isRefusal reports whether a dial's err says that nothing will answer at the address for
+// now: the host refused the connection (no server listens), the host or network is
+// unreachable, or the name does not resolve. Each comes at once, and the next attempt
+// would meet the same.
+func isRefusal(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	dns, ok := errors.AsType[*net.DNSError](err)
+	return ok && dns.IsNotFound
+}
+
+// shut returns the error a call to q's server fails with at once, or nil to send it: a
+// server that refused a connection less than pause ago, or while another call probes it,
+// is not tried. Otherwise the call is sent, and when the server had refused, it is the
+// probe, and probe is set: the caller clears q.probing when it is back.
+func (q *queue) shut(now time.Time, pause time.Duration) (probe bool, err error) {
+	f := q.unreachable.Load()
+	if f == nil || !f.refused {
+		return false, nil
+	}
+	if now.Sub(f.at) < pause || !q.probing.CompareAndSwap(false, true) {
+		return false, fmt.Errorf("%w (not sent: the server refused a connection %v ago)", f.err, now.Sub(f.at).Round(time.Millisecond))
+	}
+	return true, nil
+}
 
 // dialWatch is a go-redis hook that tells q how its server's connection attempts end.
 // go-redis dials on a goroutine of its own, without the caller's context, so the outcome
@@ -94,9 +175,11 @@ func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		switch {
 		case err == nil:
 			w.q.reached()
+		case isRefusal(err):
+			w.q.refused(err)
 		case !errors.Is(err, context.Canceled):
 			// A cancelled dial says nothing about the server.
-			w.q.unreachable.Store(&dialFailure{err})
+			w.q.unreachable.Store(&dialFailure{err: err, at: time.Now()})
 		}
 		return conn, err
 	}
@@ -119,8 +202,8 @@ func (q *queue) reached() {
 }
 
 // explain adds to a context error the cause the client did not report: go-redis retries a
-// refused connection until the context is done and then returns only the context's error,
-// so an operator would read "deadline exceeded" where Redis is down. The failed attempt
+// failed connection until the context is done and then returns only the context's error,
+// so an operator would read "deadline exceeded" where Redis is unreachable. The failed attempt
 // counts only while nothing has reached the server since; an error with a network cause
 // of its own is left as it is. Both errors stay in the chain, so errors.Is still finds
 // the context's.
@@ -184,10 +267,32 @@ func (s *Store) run(ctx context.Context, script *redis.Script, key, fence string
 		c.deadline, budget = d, d.Sub(now)
 	}
 	q := s.queueFor(key)
+	// The signal is taken before the server's state is read: a refusal after the read
+	// ends the call through it.
+	down := q.refusalSignal()
+	probe, err := q.shut(now, s.pause)
+	if err != nil {
+		recycle(c)
+		return reply{}, err
+	}
+	if probe {
+		defer q.probing.Store(false)
+	}
+	c.down = down
+	deadline := c.deadline
 	v, err := s.runOn(q, c)
-	if err == nil || isReply(err) {
+	switch {
+	case err == nil || isReply(err):
 		q.reached()
 		return v, err
+	case ctx.Err() == nil && time.Now().Before(deadline) && down.ctx.Err() != nil:
+		// Cut short by a refused connection: that is the cause, not the cut.
+		return v, context.Cause(down.ctx)
+	}
+	if isRefusal(err) {
+		// go-redis reports a refusal it saw earlier without dialing, once enough dials
+		// failed: no hook saw this one.
+		q.refused(err)
 	}
 	return v, q.explain(err, budget)
 }
@@ -237,6 +342,8 @@ func (s *Store) wait(q *queue, c *call) (reply, error) {
 		return s.abandon(q, c, context.DeadlineExceeded)
 	case <-c.ctx.Done():
 		return s.abandon(q, c, c.ctx.Err())
+	case <-c.down.ctx.Done():
+		return s.abandon(q, c, context.Cause(c.down.ctx))
 	}
 }
 
@@ -290,7 +397,7 @@ func (s *Store) fly(q *queue) {
 		clear(q.waiting[rest:])
 		q.waiting = q.waiting[:rest]
 		q.mu.Unlock()
-		s.send(batch)
+		s.send(q, batch)
 	}
 }
 
@@ -306,15 +413,17 @@ func (s *Store) land(q *queue) (goOn bool) {
 	return false
 }
 
-// alone sends c by itself, under its context and deadline: a call that is once in
-// MULTI/EXEC, any other as a single script call.
+// alone sends c by itself, under its context and deadline, until its server refuses a
+// connection: a call that is once in MULTI/EXEC, any other as a single script call.
 func (s *Store) alone(c *call) {
 	ctx, cancel := context.WithDeadline(c.ctx, c.deadline)
+	stop := context.AfterFunc(c.down.ctx, cancel)
 	if c.once {
 		s.txAll(ctx, []*call{c})
 	} else {
 		c.v, c.err = s.eval(ctx, c.script, c.keys(), c.args)
 	}
+	stop()
 	cancel()
 }
 
@@ -390,11 +499,12 @@ func scripts(ctx context.Context, pipe func() redis.Pipeliner, calls []*call) []
 	return cmds
 }
 
-// send runs a batch and answers each call. A call whose deadline has passed or whose
-// context is done is answered with that error and not sent. Calls that are once never
-// join the pipeline (go-redis may send a pipeline twice): they go in transactions of their
-// own (see evalOnceAll), beside it.
-func (s *Store) send(batch []*call) {
+// send runs a batch to q's server and answers each call. A call whose deadline has passed
+// or whose context is done, or whose server refused a connection since it came, is
+// answered with that error and not sent. Calls that are once
+// never join the pipeline (go-redis may send a pipeline twice): they go in transactions
+// of their own (see evalOnceAll), beside it. A refused connection ends the sends.
+func (s *Store) send(q *queue, batch []*call) {
 	now := time.Now()
 	live := batch[:0:0]
 	var once []*call
@@ -404,6 +514,8 @@ func (s *Store) send(batch []*call) {
 			c.err = context.DeadlineExceeded
 		} else if err := c.ctx.Err(); err != nil {
 			c.err = err
+		} else if c.down.ctx.Err() != nil {
+			c.err = context.Cause(c.down.ctx) // its caller has gone: the server refused
 		} else if c.once {
 			once = append(once, c)
 			if c.deadline.After(onceDeadline) {
@@ -424,7 +536,9 @@ func (s *Store) send(batch []*call) {
 	default:
 		sent.Go(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), onceDeadline)
+			stop := context.AfterFunc(q.refusalSignal().ctx, cancel)
 			s.evalOnceAll(ctx, once)
+			stop()
 			cancel()
 		})
 	}
@@ -437,7 +551,9 @@ func (s *Store) send(batch []*call) {
 		// tracer's say, or its cancellation), and the latest deadline: each caller stops
 		// waiting at its own.
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		stop := context.AfterFunc(q.refusalSignal().ctx, cancel)
 		s.evalAll(ctx, live)
+		stop()
 		cancel()
 	}
 	sent.Wait()

@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"time"
+
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -21,6 +23,10 @@ func (s *Store) QueueIdle() bool {
 	})
 	return ok
 }
+
+// SetRefusedPause sets how long after a refused connection s's decisions fail without
+// being sent.
+func SetRefusedPause(s *Store, d time.Duration) { s.pause = d }
 
 // EngineState returns core's engine state of a key that holds no grant under p, in the
 // compact form when compact (a store under WithCompact) and the store keeps p compact.

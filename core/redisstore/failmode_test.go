@@ -32,8 +32,8 @@ func TestFailModesWithRedisDown(t *testing.T) {
 		status  int    // of those refused
 	}{
 		{"FailOpen", []core.Option{core.WithFailMode(core.FailOpen)}, []bool{true, true, true, true}, 0},
-		{"FailClosed", []core.Option{core.WithFailMode(core.FailClosed)}, []bool{false, false, false, false}, 429},
-		{"FailClosed503", []core.Option{core.WithFailMode(core.FailClosed), core.WithFailStatus(503)}, []bool{false, false, false, false}, 503},
+		{"FailClosed", []core.Option{core.WithFailMode(core.FailClosed)}, []bool{false, false, false, false}, 503},
+		{"FailClosed429", []core.Option{core.WithFailMode(core.FailClosed), core.WithFailStatus(429)}, []bool{false, false, false, false}, 429},
 		{"FailLocal", []core.Option{core.WithFailMode(core.FailLocal)}, []bool{true, true, true, false}, 429},
 	}
 	for _, c := range cases {

@@ -80,8 +80,8 @@ func TestOutOfMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := adapter.Input{Route: "/r", Peer: "192.0.2.9:1234"}
-	if v := adapter.Check(l, ctx, in, nil); v.Allowed || v.Status != 429 || v.Err == nil || !strings.Contains(v.Err.Error(), "OOM") {
-		t.Fatalf("Limiter failing closed, memory full: allow %v status %d err %v; want refused with 429 and the OOM error", v.Allowed, v.Status, v.Err)
+	if v := adapter.Check(l, ctx, in, nil); v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "OOM") {
+		t.Fatalf("Limiter failing closed, memory full: allow %v status %d err %v; want refused with 503 and the OOM error", v.Allowed, v.Status, v.Err)
 	}
 	if len(hooked) != 1 {
 		t.Fatalf("error hook heard %d errors, want 1", len(hooked))

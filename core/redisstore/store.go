@@ -65,8 +65,9 @@ type Store struct {
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
 	guard   bool
 	flights int
-	queue   queue    // a single server's (see batch.go)
-	nodes   sync.Map // a Cluster master's address -> its *queue
+	pause   time.Duration // refusedPause; tests shorten or lengthen it
+	queue   queue         // a single server's (see batch.go)
+	nodes   sync.Map      // a Cluster master's address -> its *queue
 	// plans caches each policy's part of the script's arguments, keyed by the policy.
 	plans  sync.Map
 	nplans atomic.Int64
@@ -146,9 +147,14 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = 
 //
 // New adds a hook to client (for a Cluster, to each master's client as the store first
 // sends to it) that notes how connection attempts end and passes everything through
-// unchanged: go-redis retries a refused connection until the deadline and then reports
-// only the deadline, so without it a decision made while Redis is down would say
-// "context deadline exceeded" rather than "connection refused".
+// unchanged. go-redis tries a failed connection again and again until the deadline, and
+// then reports only the deadline: with the hook, a decision made while Redis is
+// unreachable names the connection's error instead, and when the connection is refused
+// (nothing listens at the address, the host cannot be reached, the name does not resolve)
+// the decisions waiting for the server fail at once with that error, and for the next
+// second decisions fail without being sent; then one at a time is sent, to find the
+// server back, and any connection made or answer received ends the pause. go-redis's
+// log lines about failed dials are its own; see docs/redis.md for routing them.
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	// A nil client is refused here, where the store is built, rather than by a nil
 	// dereference in the first decision, which a fail mode would not see.
@@ -166,6 +172,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		deny:    newDenyCache(defaultDenyCap),
 		guard:   !honorsContext(client),
 		flights: DefaultFlights,
+		pause:   refusedPause,
 	}
 	for _, o := range opts {
 		o(s)

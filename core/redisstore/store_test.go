@@ -856,8 +856,9 @@ func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 
 // TestErrorNamesRefusedConnection decides against a stopped server. go-redis retries a
 // refused connection until the deadline and then reports only "context deadline
-// exceeded"; the store's error must name the refused connection to the server's address,
-// and still match context.DeadlineExceeded when the deadline is how the call ended.
+// exceeded"; the store's error must name the refused connection to the server's address
+// (it now ends the call at once: TestRefusedConnectionEndsTheDecisionAtOnce), and still
+// match context.DeadlineExceeded when it names the deadline.
 func TestErrorNamesRefusedConnection(t *testing.T) {
 	needRedis(t)
 	own := ownServer(t)

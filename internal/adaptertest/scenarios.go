@@ -346,11 +346,21 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
-		Name: "store-error-fail-closed-429",
+		// An outage is the service's, not the client's excess: 503 and its own text, with a
+		// short Retry-After, unless WithFailStatus says otherwise.
+		Name: "store-error-fail-closed-503-by-default",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), p.ErrorHook()))
 		},
-		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 429, Header: map[string]string{"Retry-After": "1"}}),
+		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 503, Body: "Service Unavailable\n",
+			Header: map[string]string{"Retry-After": "1", "Content-Type": "text/plain; charset=utf-8"}}),
+	},
+	{
+		Name: "store-error-fail-closed-429-with-fail-status",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(429), p.ErrorHook()))
+		},
+		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 429, Body: "Too Many Requests\n", Header: map[string]string{"Retry-After": "1"}}),
 	},
 	{
 		// A request costing more than the limit is refused with 413 however the store
@@ -371,11 +381,11 @@ var Scenarios = []Scenario{
 		),
 	},
 	{
-		Name: "store-error-fail-closed-503",
+		Name: "store-error-fail-closed-500-with-fail-status",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
-			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(503), p.ErrorHook()))
+			return one("/a", perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), core.WithFailStatus(500), p.ErrorHook()))
 		},
-		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 503, Header: map[string]string{"Retry-After": "1"}}),
+		Steps: fixed(Step{Request: Request{Path: "/a"}, Status: 500, Body: "Internal Server Error\n", Header: map[string]string{"Retry-After": "1"}}),
 	},
 	{
 		Name: "store-error-fail-local",
