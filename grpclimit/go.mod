@@ -1,10 +1,10 @@
 module github.com/reqlimit/reqlimit/grpclimit
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/reqlimit/reqlimit v0.0.0
+	github.com/reqlimit/reqlimit v0.1.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.11

@@ -1,6 +1,6 @@
 module github.com/reqlimit/reqlimit/docs/compare
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/go-chi/httprate v0.16.1
@@ -10,7 +10,7 @@ require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/labstack/echo/v5 v5.4.4
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/reqlimit/reqlimit v0.0.0
+	github.com/reqlimit/reqlimit v0.1.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/ulule/limiter/v3 v3.11.2
 	github.com/valyala/fasthttp v1.69.0

@@ -172,9 +172,7 @@ func TestProxyRecipesAreTested(t *testing.T) {
 // TestProxyRecipesCompile builds each recipe alone, as a reader would paste it: its
 // imports must be exactly those it uses, and every helper it calls must be in it.
 func TestProxyRecipesCompile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("go build takes a while")
-	}
+	maintainerCheck(t)
 	root := root(t)
 	snippets, _ := recipeSnippets(t, root)
 	dir := t.TempDir()

@@ -1,13 +1,13 @@
 module github.com/reqlimit/reqlimit/docs/bench/redis
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/reqlimit/reqlimit => ../../..
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/reqlimit/reqlimit v0.0.0
+	github.com/reqlimit/reqlimit v0.1.0
 )
 
 require (
