@@ -87,9 +87,12 @@ type countingStream struct {
 	sent atomic.Bool
 }
 
+// SendMsg records a message sent while the client was there: grpc cancels a stream's
+// context a moment before its Sends start to fail, and a message sent in that moment
+// never reaches the client.
 func (s *countingStream) SendMsg(m any) error {
 	err := s.ServerStream.SendMsg(m)
-	if err == nil && !s.sent.Load() {
+	if err == nil && !s.sent.Load() && s.Context().Err() == nil {
 		s.sent.Store(true)
 	}
 	return err

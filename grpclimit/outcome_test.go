@@ -42,7 +42,7 @@ const (
 	askDeadline = "deadline" // context.DeadlineExceeded itself
 	askWrapped  = "wrapped"  // the code's status error wrapped by fmt.Errorf
 	// A stream sends its header and its messages, waits for the client to leave and
-	// returns the error of one more Send, as a watch handler does.
+	// returns the error of its next Send, as a watch handler does.
 	askWatch = "watch"
 )
 
@@ -93,7 +93,14 @@ func (s *outcomeService) StreamingOutputCall(req *testpb.StreamingOutputCallRequ
 	}
 	if watch {
 		<-ss.Context().Done()
-		return ss.Send(&testpb.StreamingOutputCallResponse{})
+		// grpc marks the stream done a moment after it cancels its context: a Send in
+		// that moment succeeds, and one of the next few fails.
+		for range 1_000_000 {
+			if err := ss.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
+				return err
+			}
+		}
+		return errors.New("no Send failed after the client left")
 	}
 	return ending(req.GetResponseStatus())
 }
