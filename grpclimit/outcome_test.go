@@ -117,7 +117,7 @@ func serveOutcome(t *testing.T, svc *outcomeService, opts ...grpc.ServerOption) 
 	testpb.RegisterTestServiceServer(s, svc)
 	go s.Serve(lis)
 	t.Cleanup(s.Stop)
-	conn, err := grpc.Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
