@@ -77,7 +77,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 			rates := p.Rates()
 			exact := !(c.compact && len(rates) == 1)
 			shortest, minCount := rates[0].Period, rates[0].Count
-			slack := func(r core.Rate) int64 { return 0 }
+			var slack func(core.Rate) int64
 			for _, r := range rates {
 				shortest, minCount = min(shortest, r.Period), min(minCount, r.Count)
 				if !r.Exact() {
