@@ -42,7 +42,7 @@ func TestFailLocalKeepsAScopeSharedBetweenRoutes(t *testing.T) {
 
 // failingClient stands for a store holding a client (a Redis store's connection pool):
 // a pointer, as real stores are, that fails every decision.
-type failingClient struct{ pool [1 << 16]byte }
+type failingClient struct{ _ [1 << 16]byte }
 
 func (*failingClient) Decide(context.Context, core.Query) (core.Decision, error) {
 	return core.Decision{}, errors.New("connection refused")

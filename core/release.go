@@ -65,6 +65,13 @@ func (l *limiter) hold(store Store, q Query, route string, d *Decision) any {
 	return &pending{l: l, store: store, q: q, grant: d.Grant, route: route}
 }
 
+// Counts reports whether the limit's rule counts a request answered with status; without
+// WithCountWhen every request counts. An adapter whose request can be served before its
+// status is known (a gRPC stream that has sent messages) asks it of the served status.
+func (l *limiter) Counts(status int) bool {
+	return l.cfg.countWhen == nil || l.cfg.countWhen(status)
+}
+
 // Settle finishes a request whose verdict carried a grant that may be given back: the
 // response's status decides whether it counts. It never fails: a store error goes to the
 // error hook, and the grant stays counted.

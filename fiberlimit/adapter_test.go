@@ -124,7 +124,9 @@ func serve(app *fiber.App) func(adaptertest.Request) adaptertest.Response {
 		ctx.ResetUserValues()
 		recovering(h)(&ctx)
 		resp := adaptertest.Response{Status: ctx.Response.StatusCode(), Header: http.Header{}, Body: string(ctx.Response.Body())}
-		ctx.Response.Header.VisitAll(func(k, v []byte) { resp.Header.Add(string(k), string(v)) })
+		for k, v := range ctx.Response.Header.All() {
+			resp.Header.Add(string(k), string(v))
+		}
 		return resp
 	}
 }

@@ -34,9 +34,22 @@
 // HTTP status grpc-gateway maps the call's gRPC code to (OK 200, Unauthenticated 401,
 // PermissionDenied 403; New lists them all): with core.WithCountWhen(core.Failed), a login
 // method counts only the calls that fail. A call takes its slot when it is admitted and
-// gives it back when its handler returns a code the rule does not count; a stream holds its
-// slot while it is open and is settled by the code its handler ends it with. A handler
-// that panics keeps its slot.
+// gives it back when its handler returns a code the rule does not count. A handler that
+// panics keeps its slot.
+//
+// A stream holds its slot while it is open. One that has sent the client no message is
+// settled by the code its handler ends it with, as a unary call. One that has sent a
+// message was served, whatever its ending, since a handler returns the error of its last
+// Send when the client leaves (Canceled): under core.Succeeded it counts, whatever the
+// code, so a client cannot read a stream's updates and cancel to be served without limit.
+// Under core.Failed, a stream the client leaves after being served (Canceled or
+// DeadlineExceeded) is no failed attempt and does not count, so closing a watch does not
+// use up its user's quota; any other error counts, after messages too, so a login that
+// sends a challenge and then refuses counts its refusals; and a stream that ends in error
+// before sending anything counts, even when the client cancelled it, as a unary call
+// abandoned before its answer does: the limit cannot tell a client that gave up from one
+// that probed. Under another rule, a stream that sent a message counts where the rule
+// counts OK (200), and otherwise as under core.Failed.
 package grpclimit
 
 import (
@@ -115,7 +128,9 @@ type entry struct {
 //
 // The code is the one the handler and the interceptors after these returned; interceptors
 // before them (a recovery interceptor turning a panic into Internal) are not seen. A
-// handler that panics is not settled: its call counts.
+// handler that panics is not settled: its call counts. A stream that sent the client a
+// message is served: the rule sees OK when the client ended it (Canceled,
+// DeadlineExceeded), and is asked of OK before its code otherwise.
 func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
 	if len(limits) == 0 {
 		return nil, errors.New("grpclimit: no limits: want a map from method, service or \"*\" to a policy")
@@ -265,7 +280,8 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 
 // Stream returns the interceptor for streaming calls: a stream is counted once, when it
 // is opened, and a refused stream fails before the handler runs. Under core.WithCountWhen
-// it holds its slot until its handler returns, whose code decides whether it counts.
+// it holds its slot until its handler returns; whether it sent the client a message and
+// the code its handler ended it with decide whether it counts (see the package doc).
 func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		e := ic.lookup(info.FullMethod)
@@ -293,10 +309,12 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 		if v.Release == nil {
 			return handler(srv, ss)
 		}
-		// core.WithCountWhen: the stream holds its slot while it is open, and the code its
-		// handler ends it with decides whether it counts; a handler that panics, counts.
-		err = handler(srv, ss)
-		e.l.Settle(ss.Context(), v, httpStatus(err))
+		// core.WithCountWhen: the stream holds its slot while it is open; whether it sent
+		// the client a message and the code its handler ends it with decide whether it
+		// counts (see settleStream). A handler that panics is not settled, and counts.
+		cs := &countingStream{ServerStream: ss}
+		err = handler(srv, cs)
+		settleStream(ss.Context(), e.l, v, err, cs.sent.Load())
 		return err
 	}
 }

@@ -83,7 +83,7 @@ func serve(t testing.TB, h *healthService, opts ...grpc.ServerOption) *grpc.Clie
 	testpb.RegisterTestServiceServer(s, testService{})
 	go s.Serve(lis)
 	t.Cleanup(s.Stop)
-	conn, err := grpc.Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +174,6 @@ func ok(n int) []codes.Code {
 	}
 	return c
 }
-
-func then(cs []codes.Code, more ...codes.Code) []codes.Code { return append(cs, more...) }
 
 // recorder is an observer that keeps the events.
 type recorder struct {
@@ -655,7 +653,7 @@ func TestIPv6PeerGroupedBy64(t *testing.T) {
 	healthpb.RegisterHealthServer(s, &healthService{})
 	go s.Serve(lis)
 	defer s.Stop()
-	conn, err := grpc.Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,10 @@ import (
 
 const streamingOutput = "/grpc.testing.TestService/StreamingOutputCall"
 
-// outcomeService answers UnaryCall and StreamingOutputCall (after one message) with the
-// code the request's response_status asks for; its message asks for other endings (see
-// ending). When gate is set, UnaryCall signals entered and waits for gate to close.
+// outcomeService answers UnaryCall and StreamingOutputCall (after a message for each of
+// the request's response_parameters) with the code the request's response_status asks
+// for; its message asks for other endings (see ending, and askWatch). When gate is set,
+// UnaryCall signals entered and waits for gate to close.
 type outcomeService struct {
 	testpb.UnimplementedTestServiceServer
 	entered chan struct{}
@@ -40,6 +41,9 @@ const (
 	askCanceled = "canceled" // context.Canceled itself
 	askDeadline = "deadline" // context.DeadlineExceeded itself
 	askWrapped  = "wrapped"  // the code's status error wrapped by fmt.Errorf
+	// A stream sends its header and its messages, waits for the client to leave and
+	// returns the error of its next Send, as a watch handler does.
+	askWatch = "watch"
 )
 
 // ending is the error a handler returns for st, or its panic.
@@ -76,8 +80,27 @@ func (s *outcomeService) UnaryCall(ctx context.Context, req *testpb.SimpleReques
 }
 
 func (s *outcomeService) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, ss grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
-	if err := ss.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
-		return err
+	watch := req.GetResponseStatus().GetMessage() == askWatch
+	if watch {
+		if err := ss.SendHeader(nil); err != nil {
+			return err
+		}
+	}
+	for range req.GetResponseParameters() {
+		if err := ss.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
+			return err
+		}
+	}
+	if watch {
+		<-ss.Context().Done()
+		// grpc marks the stream done a moment after it cancels its context: a Send in
+		// that moment succeeds, and one of the next few fails.
+		for range 1_000_000 {
+			if err := ss.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
+				return err
+			}
+		}
+		return errors.New("no Send failed after the client left")
 	}
 	return ending(req.GetResponseStatus())
 }
@@ -94,7 +117,7 @@ func serveOutcome(t *testing.T, svc *outcomeService, opts ...grpc.ServerOption) 
 	testpb.RegisterTestServiceServer(s, svc)
 	go s.Serve(lis)
 	t.Cleanup(s.Stop)
-	conn, err := grpc.Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +142,12 @@ func unaryCaller(conn *grpc.ClientConn) call {
 	}
 }
 
-// streamCaller reads the stream to its end: its status arrives after the interceptors
-// have returned.
-func streamCaller(conn *grpc.ClientConn) call {
+// streamCaller asks for streams that send the client sends messages before they end, and
+// reads each to its end: its status arrives after the interceptors have returned.
+func streamCaller(conn *grpc.ClientConn, sends int) call {
 	return func(st *testpb.EchoStatus) (metadata.MD, error) {
-		s, err := testpb.NewTestServiceClient(conn).StreamingOutputCall(context.Background(), &testpb.StreamingOutputCallRequest{ResponseStatus: st})
+		req := &testpb.StreamingOutputCallRequest{ResponseStatus: st, ResponseParameters: make([]*testpb.ResponseParameters, sends)}
+		s, err := testpb.NewTestServiceClient(conn).StreamingOutputCall(context.Background(), req)
 		if err != nil {
 			return nil, err
 		}
@@ -196,21 +220,35 @@ func TestCountWhenSucceededUnary(t *testing.T) {
 	calls(t, c, 1, codes.Unauthenticated, codes.ResourceExhausted)
 }
 
-// TestCountWhenStream: a stream is settled by the code its handler ends it with.
+// TestCountWhenStream: a stream that sent nothing is settled by the code its handler ends
+// it with; one that sent a message counts under core.Succeeded whatever its code, and
+// under core.Failed by its code.
 func TestCountWhenStream(t *testing.T) {
 	t.Run("failed", func(t *testing.T) {
-		c := streamCaller(limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Failed)))
-		calls(t, c, 5, codes.OK, codes.OK)
-		calls(t, c, 3, codes.PermissionDenied, codes.PermissionDenied)
-		calls(t, c, 1, codes.PermissionDenied, codes.ResourceExhausted)
+		conn := limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Failed))
+		calls(t, streamCaller(conn, 1), 5, codes.OK, codes.OK)
+		calls(t, streamCaller(conn, 0), 5, codes.OK, codes.OK)
+		// A refusal after a message (a login's challenge) is a failure all the same.
+		calls(t, streamCaller(conn, 1), 3, codes.PermissionDenied, codes.PermissionDenied)
+		calls(t, streamCaller(conn, 0), 1, codes.PermissionDenied, codes.ResourceExhausted)
+		calls(t, streamCaller(conn, 1), 1, codes.OK, codes.ResourceExhausted)
+	})
+	t.Run("failed before sending", func(t *testing.T) {
+		c := streamCaller(limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Failed)), 0)
+		calls(t, c, 3, codes.Unauthenticated, codes.Unauthenticated)
 		calls(t, c, 1, codes.OK, codes.ResourceExhausted)
 	})
 	t.Run("succeeded", func(t *testing.T) {
-		c := streamCaller(limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Succeeded)))
-		calls(t, c, 5, codes.NotFound, codes.NotFound)
-		calls(t, c, 3, codes.OK, codes.OK)
-		calls(t, c, 1, codes.OK, codes.ResourceExhausted)
-		calls(t, c, 1, codes.NotFound, codes.ResourceExhausted)
+		conn := limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Succeeded))
+		calls(t, streamCaller(conn, 0), 5, codes.NotFound, codes.NotFound)
+		calls(t, streamCaller(conn, 1), 3, codes.OK, codes.OK)
+		calls(t, streamCaller(conn, 1), 1, codes.OK, codes.ResourceExhausted)
+		calls(t, streamCaller(conn, 0), 1, codes.NotFound, codes.ResourceExhausted)
+	})
+	t.Run("succeeded, served then failed", func(t *testing.T) {
+		conn := limitedOutcome(t, countWhenLimits(streamingOutput, "3/1m", core.Succeeded))
+		calls(t, streamCaller(conn, 2), 3, codes.Internal, codes.Internal)
+		calls(t, streamCaller(conn, 0), 1, codes.Internal, codes.ResourceExhausted)
 	})
 }
 
@@ -299,7 +337,7 @@ func TestCountWhenPanicKeepsSlot(t *testing.T) {
 	}
 	calls(t, u, 1, codes.Unauthenticated, codes.ResourceExhausted)
 
-	s := streamCaller(conn)
+	s := streamCaller(conn, 0)
 	calls(t, s, 2, codes.Unauthenticated, codes.Unauthenticated) // given back
 	if _, err := s(panicking); status.Code(err) != codes.Internal {
 		t.Fatalf("panicking stream: %v, want Internal from the recovery interceptor", err)
@@ -351,7 +389,7 @@ func TestCountWhenStatusMapping(t *testing.T) {
 	for _, k := range []struct {
 		kind string
 		c    call
-	}{{"unary", unaryCaller(conn)}, {"stream", streamCaller(conn)}} {
+	}{{"unary", unaryCaller(conn)}, {"stream", streamCaller(conn, 0)}} {
 		kind, c := k.kind, k.c
 		for _, a := range cases {
 			if _, err := c(a.st); status.Code(err) != a.sent {

@@ -100,7 +100,7 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 		// the status, or an application's wrapper without Unwrap, behind which Echo
 		// cannot find its Response). Only a status not written through it (an error
 		// left for the error handler) is resolved as Echo resolves it.
-		err, status, hijacked := watched(c, func() error { return next(c) })
+		status, hijacked, err := watched(c, func() error { return next(c) })
 		if hijacked {
 			return err
 		}
@@ -113,7 +113,7 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	if m.deny != nil {
 		// One that neither wrote nor returned an error would leave Echo to send 200: the
 		// refusal is then the default one. What it writes is watched as above.
-		if err, status, hijacked := watched(c, func() error { return m.deny(c, v.Decision) }); err != nil || status != 0 || hijacked {
+		if status, hijacked, err := watched(c, func() error { return m.deny(c, v.Decision) }); err != nil || status != 0 || hijacked {
 			return err
 		}
 	}
@@ -143,16 +143,16 @@ func trustedExtractor(e *echo.Echo) bool {
 }
 
 // watched runs handle with the writer it writes through watched (adapter.StatusWriter),
-// and returns its error, the status written through that writer (0 if none) and whether
-// it took the connection over.
-func watched(c *echo.Context, handle func() error) (err error, status int, hijacked bool) {
+// and returns the status written through that writer (0 if none), whether it took the
+// connection over, and its error.
+func watched(c *echo.Context, handle func() error) (status int, hijacked bool, err error) {
 	rw := c.Response()
 	w := &adapter.StatusWriter{ResponseWriter: rw}
 	c.SetResponse(w.Wrap())
 	err = handle()
 	c.SetResponse(rw)
 	status, hijacked = w.Written()
-	return err, status, hijacked
+	return status, hijacked, err
 }
 
 // A DenyFunc writes the response to a refused request, or returns an error for Echo's

@@ -121,7 +121,7 @@ func main() {
 
 // call says hello n times and writes what each call got to w.
 func call(w io.Writer, addr string, n int) error {
-	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 	dialer := func(ctx context.Context, target string) (net.Conn, error) {
 		return (&net.Dialer{LocalAddr: local}).DialContext(ctx, "tcp", target)
 	}
-	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer))
 	if err != nil {
 		t.Fatal(err)
 	}

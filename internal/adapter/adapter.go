@@ -51,6 +51,9 @@ type Limiter interface {
 	// request whose status cannot be known (its handler panicked, its connection was
 	// taken over) is not settled, and counts.
 	Settle(ctx context.Context, v Verdict, status int)
+	// Counts reports whether the limit's rule (core.WithCountWhen) counts a request
+	// answered with status; without a rule every request counts.
+	Counts(status int) bool
 	// DenyBody returns the plain-text body of a refusal answered with status whose
 	// Verdict carried err.
 	DenyBody(status int, err error) string

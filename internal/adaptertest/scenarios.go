@@ -546,7 +546,7 @@ func peek(remaining int, wait time.Duration) func(*Probe) error {
 			return err
 		}
 		if d.Remaining != remaining || d.RetryAfter > wait || (wait > 0) != (d.RetryAfter > 0) {
-			return fmt.Errorf("Peek: %+v, want %d remaining and a wait of at most %v", d, remaining, wait)
+			return fmt.Errorf("peek: %+v, want %d remaining and a wait of at most %v", d, remaining, wait)
 		}
 		return nil
 	}
