@@ -37,6 +37,7 @@ type config struct {
 	tierPolicies    map[string]*Policy
 	forwardedHeader string
 	frameworkIP     bool
+	noWarnings      bool // WithWarnings(false)
 	ipv6Bits        int
 	denyStatus      int
 	denyBody        string
