@@ -197,3 +197,32 @@ func TestForwardedWarningGoesToSlogWithoutAHook(t *testing.T) {
 		t.Errorf("slog got %q, want one Warn line naming the fix", out)
 	}
 }
+
+// TestWatchingForAProxyAllocatesNothingMore: from a local peer the limit looks for a forwarded
+// header on every request until it has warned; the looking, and the request after the
+// warning, allocate nothing more than a public peer's request.
+func TestWatchingForAProxyAllocatesNothingMore(t *testing.T) {
+	noop := core.WithErrorHook(func(context.Context, error) {})
+	count := func(peer string, r core.Request) float64 {
+		l2, err := adapter.New(1<<30, time.Minute, core.WithStore(core.NewMemoryStore(nil)), noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := adapter.Input{Route: "/", Peer: peer, Request: r}
+		adapter.Check(l2, context.Background(), in, nil) // warned, if it is to warn
+		return testing.AllocsPerRun(200, func() { adapter.Check(l2, context.Background(), in, nil) })
+	}
+	base := count("203.0.113.7:5555", req("X-Forwarded-For", "198.51.100.1"))
+	for _, c := range []struct {
+		peer string
+		r    core.Request
+	}{
+		{"10.0.0.1:5555", req()},                                  // looked at every time
+		{"[fd00::1]:5555", req()},                                 // looked at every time
+		{"10.0.0.1:5555", req("X-Forwarded-For", "198.51.100.1")}, // warned once, then not looked at
+	} {
+		if n := count(c.peer, c.r); n > base {
+			t.Errorf("%s %v: %v allocations a request, a public peer's %v", c.peer, c.r.(fakeRequest).h, n, base)
+		}
+	}
+}
