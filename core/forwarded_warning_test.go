@@ -226,3 +226,25 @@ func TestWatchingForAProxyAllocatesNothingMore(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedWatchStopsAfterManyLocalRequestsWithoutAHeader: a service called from its
+// own network (local peers, no proxy) would have its requests' headers looked at for
+// ever; after many such requests the limit stops looking, and a header after that goes
+// unremarked. Before that point one is warned of.
+func TestForwardedWatchStopsAfterManyLocalRequestsWithoutAHeader(t *testing.T) {
+	for _, before := range []int{core.LocalLooks - 1, core.LocalLooks} {
+		var log hookLog
+		l, _ := adapter.New(1<<20, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithErrorHook(log.hook))
+		for range before {
+			adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req()}, nil)
+		}
+		adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
+		want := 1
+		if before == core.LocalLooks {
+			want = 0
+		}
+		if n := len(log.got()); n != want {
+			t.Errorf("a header after %d local requests without: %d warnings, want %d", before, n, want)
+		}
+	}
+}

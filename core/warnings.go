@@ -29,12 +29,23 @@ func WithWarnings(on bool) Option {
 type warnings struct {
 	forwarded atomic.Bool // a forwarded header from an untrusted local peer
 	unrouted  atomic.Bool // a request keyed with no route, then routed
+
+	// unheaded counts down the requests from local peers without a forwarded header:
+	// behind a proxy that sends one, nearly every request does, so after many without,
+	// the peers are the clients themselves (a service called from its own network), and
+	// looking at every request's headers stops.
+	unheaded atomic.Int32
 }
+
+// localLooks is how many requests from local peers without a forwarded header a limit
+// looks at before it stops looking.
+const localLooks = 1 << 10
 
 // newWarnings returns the warnings of a limit configured with cfg, the ones that cannot
 // apply already given.
 func newWarnings(cfg *config) *warnings {
 	w := new(warnings)
+	w.unheaded.Store(localLooks)
 	if cfg.noWarnings || cfg.frameworkIP {
 		// Under WithClientIPFromFramework the peer is the framework's client IP, which
 		// can be a private address with a forwarded header however well it is set up.
@@ -92,7 +103,13 @@ func (l *limiter) watchForwarded(host string, addr netip.Addr, r Request) {
 		return
 	}
 	name := l.forwardedSeen(r)
-	if name == "" || !l.warned.forwarded.CompareAndSwap(false, true) {
+	if name == "" {
+		if l.warned.unheaded.Add(-1) == 0 {
+			l.warned.forwarded.Store(true)
+		}
+		return
+	}
+	if !l.warned.forwarded.CompareAndSwap(false, true) {
 		return
 	}
 	l.warn(r.Context(), l.forwardedWarning(name, kind, host, addr, r.Route()))
