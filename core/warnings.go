@@ -18,7 +18,9 @@ import (
 // router then routed, where every route shares one bucket. Each warning names what was
 // seen, what it costs and the fix, and is given once per limit in the process, to the
 // error hook (WithErrorHook) or else to slog at level Warn. A warning never changes a
-// decision. Warnings are on by default.
+// decision. Warnings are on by default. The headers of requests from public peers are
+// never looked at, and those of local peers no longer once many came without one (a
+// service called from its own network, no proxy in front).
 func WithWarnings(on bool) Option {
 	return func(c *config) error { c.noWarnings = !on; return nil }
 }
@@ -89,6 +91,7 @@ func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
 	}
 }
 
+// watchForwarded is untrustedPeer's look at the peer and the request's headers.
 func (l *limiter) watchForwarded(host string, addr netip.Addr, r Request) {
 	var kind string
 	switch {

@@ -39,8 +39,10 @@ func TestLimitBehindAnUntrustedProxyWarnsOnce(t *testing.T) {
 		var got []int
 		for i := range 5 {
 			req, _ := http.NewRequest("GET", proxy.URL+"/a", nil)
-			// Five clients: the address the proxy appends is the test's own loopback
-			// one, so each says who it is in a hop the proxy passes on, left of its own.
+			// Five clients as the trusted proxy passes them on. The client here is on
+			// the proxy's host, in the trusted range, so the hop it writes itself counts:
+			// on one host the proxy's own clients can pick their keys (docs/operations.md
+			// recommends X-Real-IP or a unix socket there), which is not what this checks.
 			req.Header.Set("X-Forwarded-For", "198.51.100."+string(rune('1'+i)))
 			resp, err := client.Do(req)
 			if err != nil {
