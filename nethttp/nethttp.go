@@ -167,11 +167,10 @@ var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporary
 // WithPattern lets middleware that runs before routing learn the route pattern a request
 // will match from pattern, which returns "" when none matches. It is WithMux for other
 // routers. pattern must ask for the path the router routes on, or a client reaches a
-// route while being counted under another; chi, whose r.Use middleware runs before
-// routing, routes on the path a middleware set in its route context, else the escaped
-// path (examples/chi has the function):
+// route while being counted under another. For chi, whose r.Use middleware runs before
+// routing, package chilimit (a module of its own) does this in one line:
 //
-//	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
+//	r.Use(chilimit.Limit(100, time.Minute))
 //
 // Requests whose pattern is "" share one bucket per client. The router is asked even when
 // an outer router set r.Pattern (a sub-router, or a mux mounted under a prefix).
