@@ -153,3 +153,40 @@ func TestBadArgumentsNameTheApplicationsLine(t *testing.T) {
 		t.Error(`New("3/lightyear"): no error`)
 	}
 }
+
+// TestPatternIsWhatChiRoutes: an escaped slash in a parameter (chi routes on the escaped
+// path), or a path that StripSlashes or CleanPath changed before the limit, still reaches
+// /user/{id}, and counts in its bucket, not under /user/{id}/posts's nor in the bucket of
+// requests matching no route: one request from a client reaches it in the minute.
+func TestPatternIsWhatChiRoutes(t *testing.T) {
+	for name, pre := range map[string][]func(http.Handler) http.Handler{
+		"escaped":       nil,
+		"strip-slashes": {middleware.StripSlashes},
+		"clean-path":    {middleware.CleanPath},
+	} {
+		r := chi.NewRouter()
+		r.Use(pre...)
+		r.Use(chilimit.Limit(1, time.Minute, mem()))
+		reached := 0
+		r.Get("/user/{id}", func(http.ResponseWriter, *http.Request) { reached++ })
+		r.Get("/user/{id}/posts", ok)
+		serve(r, "GET /user/1", "GET /user/2", "GET /user/a%2Fb", "GET /user/a%2Fposts", "GET /user/3/", "GET /user//4")
+		if reached != 1 {
+			t.Errorf("%s: GET /user/{id}, limited to 1 a minute per client, reached its handler %d times from one client", name, reached)
+		}
+	}
+}
+
+// TestSubRouterRouteKeysRoutesApart: in the Use of a sub-router made with r.Route, where
+// the parent has set r.Pattern to the mount's "/api/*", each of its routes has a bucket.
+func TestSubRouterRouteKeysRoutesApart(t *testing.T) {
+	r := chi.NewRouter()
+	r.Route("/api", func(sub chi.Router) {
+		sub.Use(chilimit.Limit(1, time.Minute, mem()))
+		sub.Get("/a", ok)
+		sub.Get("/b", ok)
+	})
+	if got, want := serve(r, "GET /api/a", "GET /api/b", "GET /api/a"), []int{200, 200, 429}; !slices.Equal(got, want) {
+		t.Errorf("statuses %v, want %v", got, want)
+	}
+}
