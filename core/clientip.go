@@ -19,10 +19,13 @@ const unknownClient = "unknown"
 func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	if len(l.cfg.trusted) == 0 {
 		if canonical && len(peer) > len(":0") && peer[0] != '[' {
-			return peer[:len(peer)-len(":0")] // IPv4, formatted by netip: checked by construction
+			host := peer[:len(peer)-len(":0")] // IPv4, formatted by netip: checked by construction
+			l.untrustedPeer(host, netip.Addr{}, r)
+			return host
 		}
 		if host, ok := canonicalIPv4Host(peer); ok {
-			return host // the common case, decided in one pass without parsing into netip
+			l.untrustedPeer(host, netip.Addr{}, r) // the common case, decided in one pass without parsing into netip
+			return host
 		}
 	}
 	host := hook.HostOf(peer)
@@ -30,6 +33,9 @@ func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	if err != nil {
 		if a := l.unixClient(r); a.IsValid() {
 			return l.formatAddr(a)
+		}
+		if !l.cfg.trustUnix && (host == "" || host == "@" || strings.HasPrefix(host, "/")) {
+			l.untrustedPeer("", netip.Addr{}, r) // a unix socket's peer
 		}
 		if host == "" {
 			return unknownClient
@@ -39,6 +45,7 @@ func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		return l.formatAddr(l.forwardedClient(addr, r))
 	}
+	l.untrustedPeer("", addr, r)
 	if addr.Is4() {
 		// netip accepts only canonical dotted-quad IPv4, so host is already the key's
 		// text: no allocation on the common path.

@@ -47,6 +47,8 @@ type limiter struct {
 
 	localOnce sync.Once
 	local     *MemoryStore // FailLocal's store (see localStore), found on first failure
+
+	warned *warnings // what the limit has warned of (WithWarnings), shared with its tiers
 }
 
 type (
@@ -98,6 +100,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 			// Apart from the limit's buckets, its other tiers' and any other limit's of
 			// the same policy: the limit's own policy and ident tell it from every other.
 			t.ident, t.scopes = l.ident+"\x00tier "+name+"\x00of "+l.policy.text, new(scopeCache)
+			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
 	l.altSuffix = "#" + strconv.Itoa(nth)
@@ -149,6 +152,7 @@ func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
 		l.store = theDefaultStore()
 	}
 	l.mem, _ = l.store.(*MemoryStore)
+	l.warned = newWarnings(&l.cfg)
 	if err := l.checkCountWhen(); err != nil {
 		return nil, err
 	}

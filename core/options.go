@@ -37,6 +37,7 @@ type config struct {
 	tierPolicies    map[string]*Policy
 	forwardedHeader string
 	frameworkIP     bool
+	noWarnings      bool // WithWarnings(false)
 	ipv6Bits        int
 	denyStatus      int
 	denyBody        string
@@ -208,8 +209,8 @@ func WithFailStatus(code int) Option {
 	}
 }
 
-// WithErrorHook calls hook with every error but a hang-up; without it, slog logs errors at
-// most once a second.
+// WithErrorHook calls hook with every error but a hang-up, and with the limit's warnings
+// (WithWarnings); without it, slog logs errors at most once a second.
 func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 	return func(c *config) error { c.onError = hook; return nil }
 }
@@ -242,7 +243,8 @@ func WithDenyResponse(status int, body string) Option {
 
 // WithTrustedProxies makes a forwarded header count, but only from these proxies (CIDRs
 // such as "10.0.0.0/8", addresses, "unix" for a peer without one): walked from the right
-// past trusted hops, its first untrusted address is the client. Else it is ignored.
+// past trusted hops, its first untrusted address is the client. Else it is ignored, and
+// from a loopback, private or link-local peer warned of once (WithWarnings).
 func WithTrustedProxies(cidrs ...string) Option {
 	return func(c *config) error {
 		for _, s := range cidrs {

@@ -178,7 +178,7 @@ func unusable(c *config, fn string) error {
 	}
 	for key := range c.extensions {
 		from, ok := strings.CutPrefix(reflect.TypeOf(key).PkgPath(), ownModule)
-		if ok && from != pkg && !strings.HasPrefix(from, "internal/") {
+		if ok && from != pkg && !strings.HasPrefix(from, "internal/") && (pkg != "chilimit" || from != "nethttp") { // chilimit's limits are nethttp's
 			return fmt.Errorf("an option of package %s given to %s, which cannot apply it: use %s's own", from, fn, pkg)
 		}
 	}

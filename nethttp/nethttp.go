@@ -7,7 +7,10 @@
 // core.WithTrustedProxies) and the ServeMux pattern that matched. Middleware that runs
 // before routing (around a whole ServeMux, or in chi's r.Use) does not know the pattern:
 // it counts every request in one bucket per client, unless WithMux or WithPattern lets it
-// ask the router. Refused requests get 429 with Retry-After at once; every response
+// ask the router (for chi, package chilimit does). Such a limit warns, once, when a request
+// it decided with no route comes back routed, r.Pattern set: give it WithMux or
+// WithPattern, or core.WithScope if one bucket for every route is meant (core.WithWarnings
+// turns warnings off). Refused requests get 429 with Retry-After at once; every response
 // carries the IETF RateLimit and RateLimit-Policy fields.
 //
 // A limit that counts by outcome (core.WithCountWhen) learns the response's status from
@@ -91,14 +94,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v.Allowed {
 		if v.Release == nil {
 			h.next.ServeHTTP(w, r)
-			return
+		} else {
+			// The limit counts by outcome: learn the status the handler writes. A
+			// handler that panics is not settled, and counts.
+			s := &adapter.StatusWriter{ResponseWriter: w}
+			h.next.ServeHTTP(s.Wrap(), r)
+			if status, ok := s.Result(); ok {
+				h.l.Settle(r.Context(), v, status)
+			}
 		}
-		// The limit counts by outcome: learn the status the handler writes. A handler
-		// that panics is not settled, and counts.
-		s := &adapter.StatusWriter{ResponseWriter: w}
-		h.next.ServeHTTP(s.Wrap(), r)
-		if status, ok := s.Result(); ok {
-			h.l.Settle(r.Context(), v, status)
+		if route == "" && r.Pattern != "" && h.pattern == nil {
+			// A ServeMux (or chi) behind the limit routed the request, setting r.Pattern
+			// on it: the limit runs before routing and counts every route in one bucket.
+			// With WithPattern it was asked, and a "" it gave stands (a CONNECT redirect).
+			h.l.WarnUnrouted(r.Context(), r.Pattern, unroutedFix)
 		}
 		return
 	}
@@ -117,6 +126,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var plainText = []string{"text/plain; charset=utf-8"}
+
+// unroutedFix is how a limit that runs before routing learns the route.
+const unroutedFix = "nethttp.WithMux(mux) for a limit around a ServeMux (limit(mux)), chilimit.Limit for chi's r.Use, " +
+	"or nethttp.WithPattern for another router"
 
 // A DenyFunc writes the response to a refused request. Rate-limit fields and Retry-After
 // are already set; the status is the DenyFunc's to write. One that writes nothing leaves
@@ -154,11 +167,10 @@ var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporary
 // WithPattern lets middleware that runs before routing learn the route pattern a request
 // will match from pattern, which returns "" when none matches. It is WithMux for other
 // routers. pattern must ask for the path the router routes on, or a client reaches a
-// route while being counted under another; chi, whose r.Use middleware runs before
-// routing, routes on the path a middleware set in its route context, else the escaped
-// path (examples/chi has the function):
+// route while being counted under another. For chi, whose r.Use middleware runs before
+// routing, package chilimit (a module of its own) does this in one line:
 //
-//	r.Use(nethttp.Limit(100, time.Minute, nethttp.WithPattern(chiPattern(r))))
+//	r.Use(chilimit.Limit(100, time.Minute))
 //
 // Requests whose pattern is "" share one bucket per client. The router is asked even when
 // an outer router set r.Pattern (a sub-router, or a mux mounted under a prefix).

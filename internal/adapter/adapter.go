@@ -66,6 +66,11 @@ type Limiter interface {
 	FrameworkIP() bool
 	// Policy returns the limit's policy.
 	Policy() *core.Policy
+	// WarnUnrouted tells the limit of a request it decided with no route that the router
+	// then routed to pattern: it runs before routing, and every route shares one bucket.
+	// The limit warns once (core.WithWarnings), with fix, how the adapter's users give it
+	// the route.
+	WarnUnrouted(ctx context.Context, pattern, fix string)
 }
 
 // Check calls l.Check with in's fields.

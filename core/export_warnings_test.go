@@ -1,0 +1,5 @@
+package core
+
+// LocalLooks is how many requests from local peers without a forwarded header a limit
+// looks at for one.
+const LocalLooks = localLooks
