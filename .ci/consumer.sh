@@ -14,7 +14,7 @@ cd "$root"
 version=$(cd promlimit && GOWORK=off go list -m -f '{{.Version}}' github.com/reqlimit/reqlimit)
 goversion=$(GOWORK=off go list -m -f '{{.GoVersion}}' github.com/reqlimit/reqlimit)
 # The library and the modules nested in it that are tagged with it, as paths in the repository.
-released=(. grpclimit promlimit otellimit)
+released=(. chilimit grpclimit promlimit otellimit)
 modpath() { if [ "$1" = . ]; then echo github.com/reqlimit/reqlimit; else echo "github.com/reqlimit/reqlimit/$1"; fi; }
 
 tmp=$(mktemp -d)

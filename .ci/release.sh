@@ -3,7 +3,7 @@
 #
 #   .ci/release.sh prepare VERSION   make every module of the repository require the library
 #                                    at VERSION (go.mod edits, to commit)
-#   .ci/release.sh tag VERSION       check, then tag HEAD VERSION, grpclimit/VERSION,
+#   .ci/release.sh tag VERSION       check, then tag HEAD VERSION, chilimit/VERSION, grpclimit/VERSION,
 #                                    promlimit/VERSION and otellimit/VERSION
 #
 # It pushes nothing: it prints the git push command.
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 library=github.com/reqlimit/reqlimit
 # The modules tagged with the library: each takes the tag prefix of its directory.
-nested=(grpclimit promlimit otellimit)
+nested=(chilimit grpclimit promlimit otellimit)
 
 die() {
 	echo "release: $*" >&2
