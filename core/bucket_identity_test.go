@@ -2,8 +2,11 @@ package core_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
@@ -83,5 +86,36 @@ func TestBucketsAreNamedByTheSiteNotTheOrder(t *testing.T) {
 	}
 	if s := scopeOf(t, spy, siteB(t, "7/13m", store, core.WithScope("login")), "/a"); s != "login" {
 		t.Errorf("WithScope(\"login\"): scope %q", s)
+	}
+}
+
+// An app-wide limit sees every route of the application, each with a bucket name of its
+// own (the route and the limit's site): each name is joined once, and no route evicts
+// another's, so however many routes alternate, deciding allocates nothing per request.
+func TestAppWideLimitNamesEveryRouteWithoutAllocating(t *testing.T) {
+	l := adapter.Must(1_000_000, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithHeaders(core.HeadersOff))
+	routes := make([]string, 300)
+	for i := range routes {
+		routes[i] = fmt.Sprintf("GET /r%d/{id}", i)
+	}
+	ctx := context.Background()
+	in := adapter.Input{Peer: "192.0.2.1:1"}
+	for _, r := range routes {
+		in.Route = r
+		adapter.Check(l, ctx, in, nil)
+	}
+	i := 0
+	least := math.Inf(1)
+	for range 5 { // the least of a few: other tests' goroutines can only add to a count
+		least = min(least, testing.AllocsPerRun(len(routes), func() {
+			in.Route = routes[i%len(routes)]
+			i++
+			if v := adapter.Check(l, ctx, in, nil); !v.Allowed {
+				t.Fatalf("%s refused", in.Route)
+			}
+		}))
+	}
+	if least != 0 {
+		t.Errorf("%v allocations per request across %d routes, want none", least, len(routes))
 	}
 }

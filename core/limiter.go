@@ -333,7 +333,8 @@ func (l *limiter) scope(route string) string {
 // of the application, so unlike a direct-mapped cache no two routes evict each other;
 // past maxCachedScopes routes, a new route's scope is joined per request instead.
 type scopeCache struct {
-	routes atomic.Pointer[map[string]string] // route: scope
+	first  atomic.Pointer[[2]string]         // the first route seen and its scope
+	routes atomic.Pointer[map[string]string] // route: scope, every route seen
 	mu     sync.Mutex                        // serializes adding routes
 }
 
@@ -342,6 +343,10 @@ type scopeCache struct {
 const maxCachedScopes = 1024
 
 func (c *scopeCache) get(route, ident string) string {
+	// Most limits are a route's own and see that route alone: one comparison, no lookup.
+	if e := c.first.Load(); e != nil && e[0] == route {
+		return e[1]
+	}
 	if m := c.routes.Load(); m != nil {
 		if scope, ok := (*m)[route]; ok {
 			return scope
@@ -367,8 +372,12 @@ func (c *scopeCache) add(route, ident string) string {
 	}
 	m := make(map[string]string, len(old)+1)
 	maps.Copy(m, old)
-	m[strings.Clone(route)] = scope // route may live in a buffer the adapter reuses
+	route = strings.Clone(route) // it may live in a buffer the adapter reuses
+	m[route] = scope
 	c.routes.Store(&m)
+	if old == nil {
+		c.first.Store(&[2]string{route, scope})
+	}
 	return scope
 }
 

@@ -41,7 +41,7 @@ type sharedStore struct{ Store }
 // other process sees, it registers.
 func TestUnknownSiteOnASharedStoreIsRefused(t *testing.T) {
 	shared := WithStore(sharedStore{NewMemoryStore(nil)})
-	register := func(panics bool, opts ...Option) (err error, panicked any) {
+	register := func(panics bool, opts ...Option) (panicked any, err error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -49,19 +49,19 @@ func TestUnknownSiteOnASharedStoreIsRefused(t *testing.T) {
 			_, err = build(3, time.Minute, "", false, opts, panics)
 		}()
 		<-done
-		return err, panicked
+		return panicked, err
 	}
-	err, _ := register(false, shared)
+	_, err := register(false, shared)
 	if !errors.Is(err, errNoSite) || !strings.Contains(err.Error(), "WithScope(name)") || !strings.Contains(err.Error(), "3/1m") {
 		t.Errorf("unknown site on a shared store: error %v, want one naming the policy and WithScope", err)
 	}
-	if _, p := register(true, shared); p == nil || !strings.Contains(fmt.Sprint(p), "WithScope(name)") {
+	if p, _ := register(true, shared); p == nil || !strings.Contains(fmt.Sprint(p), "WithScope(name)") {
 		t.Errorf("unknown site on a shared store, panicking: %v, want a panic naming WithScope", p)
 	}
-	if err, _ := register(false, shared, WithScope("login")); err != nil {
+	if _, err := register(false, shared, WithScope("login")); err != nil {
 		t.Errorf("unknown site on a shared store with WithScope: %v", err)
 	}
-	if err, _ := register(false, WithStore(NewMemoryStore(nil))); err != nil {
+	if _, err := register(false, WithStore(NewMemoryStore(nil))); err != nil {
 		t.Errorf("unknown site on the memory store: %v", err)
 	}
 	// The same options from a test's own frames: a known site, registered.
