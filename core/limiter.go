@@ -89,7 +89,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 		err = unusable(&l.cfg, site.fn)
 	}
 	if err == nil && l.cfg.scope == "" && len(site.stack) == 0 && l.mem == nil {
-		err = fmt.Errorf("%s on a store that other processes may share: %w", l.policy, errNoSite)
+		err = fmt.Errorf("%s on a store that other processes may share (not the memory store): %w", l.policy, errNoSite)
 	}
 	if err != nil {
 		if panics {

@@ -109,12 +109,16 @@ func (s registrationSite) wrap(err error) error {
 // every request in the one bucket); the same stack registering again (a router rebuilt
 // by the same code) gets the same buckets. A router rebuilt by another code path (a
 // reload function) cannot be told from a second limit registered through a shared
-// helper, and counts apart: WithScope names such limits.
+// helper, and counts apart: WithScope names such limits. Limits that one loop registers
+// share a site: each route keeps buckets of its own, but two such limits stacked on one
+// route would share theirs; WithScope names them apart.
 //
 // A stack without an application frame names no place (see errNoSite).
 func identify(stack []string) string {
 	h := fnv.New64a()
-	for i, f := range stack { // the frames joined by newlines, as before this identity
+	// The frames joined by newlines, as the idents of limits registered after another of
+	// their policy were before every limit had one: those keep their buckets.
+	for i, f := range stack {
 		if i > 0 {
 			h.Write([]byte{'\n'})
 		}
@@ -127,7 +131,7 @@ func identify(stack []string) string {
 // when none of the frames that registered it is the application's: its identity would
 // be the same as any other such limit's of its policy, one bucket on a store that other
 // processes share.
-var errNoSite = errors.New("no application frame registered this limit, so its buckets on a shared store cannot be named apart from another limit's of the same policy: name them with WithScope(name)")
+var errNoSite = errors.New("no application frame registered this limit, so its buckets cannot be told apart from another such limit's of the same policy: name them with WithScope(name)")
 
 // styleName names a header style as its constant, for errors.
 func styleName(s HeaderStyle) string {
