@@ -169,20 +169,29 @@ func (l *limiter) addMembers(h hook.HeaderAdder, d *Decision, field string) {
 }
 
 // freeNames returns the limit's member names that no member of lines takes, and its
-// RateLimit-Policy value under them: its plain names, else its other names, else, when a
-// limit of another policy sharing a rate took those too (their places among their own
-// policy's limits can be equal), its other names suffixed further, formatted per request:
-// only three limits sharing a rate on one request get there.
+// RateLimit-Policy value under them: its plain names, else its other names (altNames),
+// else, where more limits of the same names stack on the request, the next free of
+// "#3", "#4", ... (of "#name.2", "#name.3", ... after a WithScope name or tier), formatted
+// per request: only three limits sharing a rate on one request get there. Middleware
+// order is fixed by the code, so every instance of a build names a limit alike.
 func (l *limiter) freeNames(lines []string) (names []string, policyField string) {
 	if !taken(lines, l.rateNames) {
 		return l.rateNames, l.policyField
 	}
 	names, policyField = l.altNames, l.altPolicyField
 	for k := 2; taken(lines, names); k++ {
-		names, policyField = l.names(l.altSuffix + "." + strconv.Itoa(k))
+		suffix := l.altSuffix + "." + strconv.Itoa(k)
+		if l.altSuffix == placeSuffix {
+			suffix = "#" + strconv.Itoa(k+1)
+		}
+		names, policyField = l.names(suffix)
 	}
 	return names, policyField
 }
+
+// placeSuffix is the altSuffix of a limit without a WithScope name or tier: the second
+// member of its names on the request.
+const placeSuffix = "#2"
 
 // taken reports whether a member of the RateLimit-Policy lines is named one of names.
 func taken(lines, names []string) bool {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +26,9 @@ type limiter struct {
 	cfg    config
 
 	// ident tells this limit's buckets apart from those of another registered limit with
-	// the same policy (see identify): "" for the first such limit and under WithScope,
-	// never for a tier.
+	// the same policy (see identify): "" under WithScope, never for a tier.
 	ident  string
-	scopes *scopeCache // made with ident, so the common limit stays small
+	scopes *scopeCache // made with ident
 
 	policyField string    // RateLimit-Policy, fixed for the limiter's life
 	policyValue [1]string // the same, as the one-element value a HeaderMap holds
@@ -37,11 +36,12 @@ type limiter struct {
 	fields      fieldCache
 
 	// The names the limit's list members take when another limit on the same request
-	// has taken the plain ones: the rates suffixed with the limit's place among those
-	// registered with its policy ("3/1m#2"), the same in every process of a build.
+	// has taken the plain ones: the rates suffixed with the limit's WithScope name or
+	// tier ("3/1m#login", "3/1m#gold"), else with its place on the request ("3/1m#2"),
+	// the same in every process of a build (see freeNames).
 	altNames       []string
 	altPolicyField string
-	altSuffix      string // what altNames add to the rates' names: "#2", "#gold"
+	altSuffix      string // what altNames add to the rates' names: "#2", "#login", "#gold"
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
@@ -85,15 +85,17 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	if err == nil {
 		err = unusable(&l.cfg, site.fn)
 	}
+	if err == nil && l.cfg.scope == "" && len(site.stack) == 0 && l.mem == nil {
+		err = fmt.Errorf("%s on a store that other processes may share (not the memory store): %w", l.policy, errNoSite)
+	}
 	if err != nil {
 		if panics {
 			panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))
 		}
 		return nil, site.wrap(err)
 	}
-	ident, nth := identify(l.policy.text, site.stack)
-	if l.cfg.scope == "" && ident != "" {
-		l.ident, l.scopes = ident, new(scopeCache)
+	if l.cfg.scope == "" {
+		l.ident, l.scopes = identify(site.stack), new(scopeCache)
 	}
 	for name, t := range l.tiers {
 		if t != nil {
@@ -103,7 +105,13 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
-	l.altSuffix = "#" + strconv.Itoa(nth)
+	// Where another limit on the request took the plain names: the WithScope name tells
+	// the client which limit a member is; else its place among the limits of those names
+	// on the request, counted from the plain one (see freeNames).
+	l.altSuffix = placeSuffix
+	if l.cfg.scope != "" {
+		l.altSuffix = "#" + l.cfg.scope
+	}
 	l.altNames, l.altPolicyField = l.names(l.altSuffix)
 	if l.cfg.quota != nil {
 		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
@@ -318,27 +326,58 @@ func (l *limiter) scope(route string) string {
 }
 
 // A scopeCache keeps the scopes of a limit whose buckets carry an ident, so that joining
-// route and ident allocates once per route rather than once per request. Direct-mapped:
-// a limit sees few routes, and a collision only costs the allocation again.
+// route and ident allocates once per route rather than once per request. Routes are read
+// on every request and added rarely: readers look a route up in an immutable map, and a
+// new route replaces it by a copy that holds it too. An app-wide limit sees every route
+// of the application, so unlike a direct-mapped cache no two routes evict each other;
+// past maxCachedScopes routes, a new route's scope is joined per request instead.
 type scopeCache struct {
-	slots [64]atomic.Pointer[[2]string] // route, scope
+	first  atomic.Pointer[[2]string]         // the first route seen and its scope
+	routes atomic.Pointer[map[string]string] // route: scope, every route seen
+	mu     sync.Mutex                        // serializes adding routes
 }
+
+// maxCachedScopes bounds a limit's cached routes: patterns are few, and a route no pattern
+// names is "" (see scope).
+const maxCachedScopes = 1024
 
 func (c *scopeCache) get(route, ident string) string {
-	slot := &c.slots[(len(route)*31+int(lastByte(route)))%len(c.slots)]
-	if e := slot.Load(); e != nil && e[0] == route {
+	// Most limits are a route's own and see that route alone: one comparison, no lookup.
+	if e := c.first.Load(); e != nil && e[0] == route {
 		return e[1]
 	}
-	e := &[2]string{strings.Clone(route), route + ident}
-	slot.Store(e)
-	return e[1]
+	if m := c.routes.Load(); m != nil {
+		if scope, ok := (*m)[route]; ok {
+			return scope
+		}
+	}
+	return c.add(route, ident)
 }
 
-func lastByte(s string) byte {
-	if s == "" {
-		return 0
+// add joins route and ident and caches the scope, unless the cache is full.
+func (c *scopeCache) add(route, ident string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[string]string
+	if m := c.routes.Load(); m != nil {
+		old = *m
 	}
-	return s[len(s)-1]
+	if scope, ok := old[route]; ok {
+		return scope // another request added it
+	}
+	scope := route + ident
+	if len(old) >= maxCachedScopes {
+		return scope
+	}
+	m := make(map[string]string, len(old)+1)
+	maps.Copy(m, old)
+	route = strings.Clone(route) // it may live in a buffer the adapter reuses
+	m[route] = scope
+	c.routes.Store(&m)
+	if old == nil {
+		c.first.Store(&[2]string{route, scope})
+	}
+	return scope
 }
 
 // fallbackKeyPrefix keeps IP keys of a custom-keyed limit apart from key values: no HTTP

@@ -1,15 +1,14 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path"
 	"reflect"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -43,7 +42,9 @@ func registration() registrationSite {
 		if site.stack == nil && isLibraryFrame(f.Function) {
 			site.fn = strings.TrimPrefix(f.Function, ownModule) // the outermost one wins
 		}
-		if !isLibraryFrame(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
+		// A frame without a function (foreign code) names nothing the same in every
+		// process: its offset would be an address.
+		if f.Function != "" && !isLibraryFrame(f.Function) && !strings.HasPrefix(f.Function, "runtime.") {
 			if site.stack == nil {
 				site.file, site.line = f.File, f.Line
 			}
@@ -97,46 +98,40 @@ func (s registrationSite) wrap(err error) error {
 	return fmt.Errorf("%w (limit registered %s)", err, s.where())
 }
 
-// registered remembers, per policy text, the sites of the limits registered with it, in
-// order.
-var registered struct {
-	sync.Mutex
-	sites map[string][]string
+// identify returns what sets the buckets of a limit registered at stack (its application
+// frames, innermost first) apart from those of every other limit with the same policy:
+// a hash of that stack, which every process running the same build computes alike,
+// whatever the order in which it registers its limits or the goroutines that do it.
+// No counter and no registration order enters it: two instances of one build that
+// register the same limits, one from a configuration map iterated in another order,
+// name each limit's buckets alike on a shared store. Two limits registered in different
+// places never share a bucket (an app-wide 3/1m and a route's own 3/1m would each record
+// every request in the one bucket); the same stack registering again (a router rebuilt
+// by the same code) gets the same buckets. A router rebuilt by another code path (a
+// reload function) cannot be told from a second limit registered through a shared
+// helper, and counts apart: WithScope names such limits. Limits that one loop registers
+// share a site: each route keeps buckets of its own, but two such limits stacked on one
+// route would share theirs; WithScope names them apart.
+//
+// A stack without an application frame names no place (see errNoSite).
+func identify(stack []string) string {
+	h := fnv.New64a()
+	// The frames joined by newlines, as the idents of limits registered after another of
+	// their policy were before every limit had one: those keep their buckets.
+	for i, f := range stack {
+		if i > 0 {
+			h.Write([]byte{'\n'})
+		}
+		h.Write([]byte(f))
+	}
+	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
 }
 
-// identify returns what sets a limit's buckets apart from those of other limits with the
-// same policy. Two limits registered in different places must never share a bucket (an
-// app-wide 3/1m and a route's own 3/1m would each record every request in the one bucket),
-// yet "the same limit" must name the same buckets in every process of a deployment, for
-// shared stores. So the first limit registered with a policy keeps the plain bucket names,
-// and a limit registered with that policy from another call stack is told apart by that
-// stack, which is the same in every process running the same build. The same stack
-// registering again (a router rebuilt by the same code) gets the same buckets; a router
-// rebuilt by another code path (a reload function) cannot be told from a second limit
-// registered through a shared helper, and counts apart: WithScope names such limits.
-//
-// nth is the site's place among those registered with the policy, from 1, the same in
-// every process of a build too: it tells the limits' RateLimit list members apart.
-func identify(policy string, stack []string) (ident string, nth int) {
-	site := strings.Join(stack, "\n")
-	registered.Lock()
-	defer registered.Unlock()
-	if registered.sites == nil {
-		registered.sites = map[string][]string{}
-	}
-	sites := registered.sites[policy]
-	nth = slices.Index(sites, site) + 1
-	if nth == 0 {
-		registered.sites[policy] = append(sites, site)
-		nth = len(sites) + 1
-	}
-	if nth == 1 {
-		return "", 1
-	}
-	h := fnv.New64a()
-	h.Write([]byte(site))
-	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16), nth
-}
+// errNoSite refuses a limit without WithScope on a store other than the memory store
+// when none of the frames that registered it is the application's: its identity would
+// be the same as any other such limit's of its policy, one bucket on a store that other
+// processes share.
+var errNoSite = errors.New("no application frame registered this limit, so its buckets cannot be told apart from another such limit's of the same policy: name them with WithScope(name)")
 
 // styleName names a header style as its constant, for errors.
 func styleName(s HeaderStyle) string {

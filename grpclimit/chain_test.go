@@ -15,8 +15,8 @@ import (
 	"github.com/reqlimit/reqlimit/grpclimit"
 )
 
-// Two chained limits of one policy name their members apart, as on HTTP ("3/1m#2"): a
-// client must tell which r= belongs to which quota. Both were named "3/1m", since a gRPC
+// Two chained limits of one policy name their members apart by their place on the call,
+// as on HTTP ("3/1m", then "3/1m#2"): a client must tell which r= belongs to which quota. Both were named "3/1m", since a gRPC
 // server cannot read back the header metadata an earlier interceptor set.
 func TestChainedLimitsOfOnePolicyNameTheirMembersApart(t *testing.T) {
 	store := fresh()
@@ -47,17 +47,14 @@ func TestChainedLimitsOfOnePolicyNameTheirMembersApart(t *testing.T) {
 	apart(t, "stream", md)
 }
 
-// apart fails t unless md has a member from each of two limits, named apart.
+// apart fails t unless md has a member from each of two limits, named by their place on
+// the call: the first the rate's own name, the second "#2" added.
 func apart(t *testing.T, what string, md metadata.MD) {
 	t.Helper()
 	for _, key := range []string{grpclimit.HeaderRateLimitPolicy, grpclimit.HeaderRateLimit} {
-		members := md.Get(key) // not field, which erases the names' "#N"
-		if len(members) != 2 {
-			t.Errorf("%s: %s %q: want a member from each of the two limits", what, key, members)
-			continue
-		}
-		if a, b := memberName(members[0]), memberName(members[1]); a == b {
-			t.Errorf("%s: %s %q: both members named %s", what, key, members, a)
+		members := md.Get(key)
+		if len(members) != 2 || memberName(members[0]) != `"3/1m"` || memberName(members[1]) != `"3/1m#2"` {
+			t.Errorf("%s: %s %q: want a member from each of the two limits, named \"3/1m\" and \"3/1m#2\"", what, key, members)
 		}
 	}
 }

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}
+	if os.Getenv(instanceEnv) != "" {
+		os.Exit(instanceMain())
+	}
 	if why := redistest.Missing(); why != "" {
 		if ci, ok := redistest.InCI(); ok {
 			fmt.Fprintf(os.Stderr, "redisstore: %s, and CI=%q\n", why, ci)

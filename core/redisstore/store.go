@@ -198,9 +198,9 @@ func honorsContext(c redis.UniversalClient) bool {
 // Key returns the Redis key that holds the state of (policy, scope, key), for operators
 // and tests: prefix + "{" + 32 hex digits + "}". The digits are the first 16 bytes of the
 // SHA-256 of the length-prefixed layout generation, policy text, scope and key, the same
-// in every process. scope is the one a limit decides in: its WithScope name or its route,
-// with an ident added for a tier and for a later limit of the same policy (see "Sharing
-// one Redis" in docs/redis.md).
+// in every process. scope is the one a limit decides in: its WithScope name, or its route
+// with an ident added, named by where the code registered the limit (see "Sharing one
+// Redis" in docs/redis.md).
 func (s *Store) Key(p *core.Policy, scope, key string) string {
 	h := hashOf(s.plan(p).layout, p, scope, key)
 	return s.keyName(h)
