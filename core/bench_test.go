@@ -53,14 +53,6 @@ func BenchmarkOneKeySerial(b *testing.B) {
 				l.Allow()
 			}
 		})
-		b.Run("reqlimit-compact/"+c.name, func(b *testing.B) {
-			s := core.NewMemoryStore(&core.MemoryConfig{Compact: true})
-			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
-			s.Decide(ctx, q)
-			for b.Loop() {
-				s.Decide(ctx, q)
-			}
-		})
 		b.Run("reqlimit/"+c.name, func(b *testing.B) {
 			s := core.NewMemoryStore(nil)
 			q := core.Query{Policy: c.p, Scope: "GET /user/test", Key: "192.0.2.1"}
@@ -136,13 +128,28 @@ func BenchmarkFloor(b *testing.B) {
 // beside the floor (BenchmarkFloor's clock read and lock), in turns of 64 in one loop, so
 // that whatever else the machine does falls on all three alike: x-xtimerate and x-floor
 // are reqlimit's time over theirs, steadier than dividing separate runs; ns/op counts one
-// turn of each.
+// turn of each. Each policy size runs: a short exact log, a long one that holds grants in
+// its window, and the bounded form for huge counts; none runs out at benchmark speed.
 //
 //	go test ./core -run '^$' -bench Interleaved -count 5
 func BenchmarkInterleaved(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		p    *core.Policy
+	}{
+		{"3per1ns", admittedPolicy},
+		{"256per1us", mustPolicy(core.Rate{Count: 256, Period: time.Microsecond})},
+		{"1e9per1h", mustPolicy(core.Rate{Count: 1e9, Period: time.Hour})},
+		{"1e7per100ms", mustPolicy(core.Rate{Count: 1e7, Period: 100 * time.Millisecond})},
+	} {
+		b.Run(c.name, func(b *testing.B) { interleaved(b, c.p) })
+	}
+}
+
+func interleaved(b *testing.B, p *core.Policy) {
 	ctx := context.Background()
 	s := core.NewMemoryStore(nil)
-	q := core.Query{Policy: admittedPolicy, Scope: "GET /user/test", Key: "192.0.2.1"}
+	q := core.Query{Policy: p, Scope: "GET /user/test", Key: "192.0.2.1"}
 	s.Decide(ctx, q)
 	l := admittedLimiter()
 	var mu sync.Mutex

@@ -68,16 +68,14 @@ func fenceSurvivesPrune(t *testing.T, period time.Duration) {
 // for a key" (docs/algorithm.md).
 func TestFenceAfterTheClockStepsBack(t *testing.T) {
 	for _, c := range []struct {
-		policy  string
-		step    time.Duration // between the grants after the reset
-		compact bool
+		policy string
+		step   time.Duration // between the grants after the reset
 	}{
-		{"300/1h", time.Millisecond, false}, // bounded: found by its bucket (36 s)
-		{"5/15m", 0, false},                 // exact: found by its time (a coarse clock)
-		{"5/15m", 0, true},                  // compact: found by its unit
+		{"300/1h", time.Millisecond}, // bounded: found by its bucket (36 s)
+		{"5/15m", 0},                 // exact: found by its time (a coarse clock)
 	} {
-		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
-			clock, s, q, first := grantInFlight(t, c.policy, c.compact)
+		t.Run(c.policy, func(t *testing.T) {
+			clock, s, q, first := grantInFlight(t, c.policy)
 			n := q.Policy.Rates()[0].Count
 			ctx := context.Background()
 			clock.Advance(-time.Millisecond) // the clock is stepped back 1 ms
@@ -105,26 +103,15 @@ func TestFenceAfterTheClockStepsBack(t *testing.T) {
 // A store clock that has run far from the store's first reading (the store counts
 // nanoseconds from it in an int64): a key whose grants are all in the window is not idle,
 // also within a period of MaxInt64 ns, where "the newest grant's end plus T" overflowed
-// and a sweep dropped a bounded or compact key, granting its quota again.
+// and a sweep dropped a bounded key, granting its quota again.
 func TestSweepNearTheEndOfTheClockKeepsGrants(t *testing.T) {
-	for _, c := range []struct {
-		policy  string
-		compact bool
-	}{
-		{"5/1h", false}, // exact: control, passes
-		{"300/1h", false},
-		{"5/1h", true},
-	} {
-		name := c.policy
-		if c.compact {
-			name += "/compact"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, policy := range []string{"5/1h", "300/1h"} {
+		t.Run(policy, func(t *testing.T) {
 			start := time.Unix(1_700_000_000, 0)
 			clock := storetest.NewManualClock(start)
-			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
+			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 			clock.Advance(time.Duration(math.MaxInt64 - int64(30*time.Minute)))
-			p := mustParse(c.policy)
+			p := mustParse(policy)
 			n := p.Rates()[0].Count
 			ctx := context.Background()
 			q := core.Query{Policy: p, Key: "k"}
@@ -136,7 +123,7 @@ func TestSweepNearTheEndOfTheClockKeepsGrants(t *testing.T) {
 			clock.Advance(time.Second)
 			core.SweepNow(s)
 			if d, _ := s.Decide(ctx, q); d.Allowed {
-				t.Fatalf("%d grants 1 s ago, a sweep, and one more admitted for %s: the key was swept as idle", n, c.policy)
+				t.Fatalf("%d grants 1 s ago, a sweep, and one more admitted for %s: the key was swept as idle", n, policy)
 			}
 		})
 	}
@@ -147,16 +134,12 @@ func TestSweepNearTheEndOfTheClockKeepsGrants(t *testing.T) {
 // release gave back a grant made after both resets at the same time, one request more than
 // the limit since the last reset.
 func TestASecondResetNeverLowersTheFence(t *testing.T) {
-	for _, c := range []struct {
-		policy  string
-		compact bool
-	}{
-		{"300/1h", false}, // bounded: found by its bucket
-		{"5/15m", false},  // exact: found by its time
-		{"5/15m", true},   // compact: found by its unit
+	for _, policy := range []string{
+		"300/1h", // bounded: found by its bucket
+		"5/15m",  // exact: found by its time
 	} {
-		t.Run(fmt.Sprint(c.policy, map[bool]string{true: "/compact"}[c.compact]), func(t *testing.T) {
-			clock, s, q, first := grantInFlight(t, c.policy, c.compact)
+		t.Run(policy, func(t *testing.T) {
+			clock, s, q, first := grantInFlight(t, policy)
 			n := q.Policy.Rates()[0].Count
 			ctx := context.Background()
 			if err := s.Reset(ctx, q); err != nil { // fence at first's time
@@ -184,10 +167,10 @@ func TestASecondResetNeverLowersTheFence(t *testing.T) {
 
 // grantInFlight returns a store of policy on a clock that stands still, and the query and
 // the grant of a request still in flight on it, made 10 s in.
-func grantInFlight(t *testing.T, policy string, compact bool) (*storetest.ManualClock, *core.MemoryStore, core.Query, core.Decision) {
+func grantInFlight(t *testing.T, policy string) (*storetest.ManualClock, *core.MemoryStore, core.Query, core.Decision) {
 	t.Helper()
 	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: compact})
+	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	q := core.Query{Policy: mustParse(policy), Scope: "login", Key: "alice"}
 	clock.Advance(10 * time.Second)
 	first, err := s.Decide(context.Background(), q)

@@ -35,7 +35,6 @@ type MemoryStore struct {
 	base       int64        // monotime.Nanotime when the store was created
 	maxKeys    int64
 	sweepEvery int64
-	compact    bool
 	keys       atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
@@ -56,9 +55,7 @@ type keyTable struct {
 	store  *MemoryStore
 	policy *Policy
 	width  int // int64 slots per entry: hash, lock word, then the policy's state
-	// compact: the policy is one exact rate, kept as a compact log (see compact.go)
-	compact bool
-	shards  [shardCount]tableShard
+	shards [shardCount]tableShard
 
 	// overflow is the one entry every newcomer shares while the store is full; made on
 	// first need, never swept, outside the shards and the key count.
@@ -71,7 +68,7 @@ type keyTable struct {
 	scope atomic.Pointer[scopeHash]
 
 	// fences holds, per key reset within its longest period, the latest time a grant the
-	// reset forgot can carry (in the grants' unit: the compact log's for a compact table).
+	// reset forgot can carry.
 	// A grant is found by its time, or its bucket's or unit's, so without the fence a
 	// request in flight across a reset would give back a grant made after it; and the
 	// key's grants after the reset are recorded after the fence, so that theirs are given
@@ -141,11 +138,6 @@ type MemoryConfig struct {
 	// Now is the store's clock (tests: storetest.ManualClock's Now); nil means the monotonic
 	// one, and in a testing/synctest bubble the store was made in, the bubble's.
 	Now func() time.Time
-	// Compact keeps a policy of one rate N per T, N up to 256, in 2 bytes a grant, not 8.
-	// Times are rounded, strictly: a freed slot is granted again, and waits are reported,
-	// up to two units (of at most T/13107) later than the exact log's. Other policies, and
-	// false, keep the exact log. See docs/algorithm.md.
-	Compact bool
 }
 
 // NewMemoryStore returns an empty store; a nil cfg means the defaults.
@@ -162,7 +154,7 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		m.clock = bubbleClock(epoch, m.base)
 	}
 	if cfg != nil {
-		m.maxKeys, m.compact = int64(cfg.MaxKeys), cfg.Compact
+		m.maxKeys = int64(cfg.MaxKeys)
 		if cfg.SweepInterval != 0 {
 			m.sweepEvery = max(0, int64(cfg.SweepInterval))
 		}
@@ -270,15 +262,7 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 		if t.fenced.Load() {
 			now = t.pastFence(h, now)
 		}
-		var err error
-		switch {
-		case t.compact:
-			err = p.applyCompact(d, s[2:], now, q.Cost, q.Mode)
-		case p.takesOne(q.Cost, q.Mode):
-			p.applyOne(d, s[2:], now) // the usual request, without a call through apply
-		default:
-			err = p.apply(d, s[2:], now, q.Cost, q.Mode)
-		}
+		err := p.apply(d, s[2:], now, q.Cost, q.Mode)
 		mu.Unlock()
 		if now-sh.lastPass.Load() >= m.sweepEvery && sh.mu.TryLock() {
 			sh.sweepStep(t, now)
@@ -324,17 +308,7 @@ func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 // stepped back), as a grant it forgot may carry. Fences older than the longest period are
 // dropped: a grant that old is out of every window.
 func (t *keyTable) fence(h uint64, now int64, s []int64) {
-	var at int64
-	if t.compact {
-		c := &t.policy.units
-		at = c.ceil(now, c.floor(now))
-		N := t.policy.rates[0].Count
-		if base, log := compactLog(s, N); log[N-1] != 0 {
-			at = max(at, *base+int64(log[N-1])-1) // the newest grant's unit
-		}
-	} else {
-		at = t.policy.keyClock(s, now)
-	}
+	at := t.policy.keyClock(s, now)
 	t.fenceMu.Lock()
 	defer t.fenceMu.Unlock()
 	// Dropped when the map has doubled since: each reset pays for a bounded share of them.
@@ -362,25 +336,18 @@ func (t *keyTable) fence(h uint64, now int64, s []int64) {
 
 // pastFence returns now, or the earliest time after the fence of key h when now is not
 // after it: the key's grants since its reset are recorded after the fence, however fine
-// or coarse the clock (a compact log's unit), so that Release can tell them from those
+// the clock, so that Release can tell them from those
 // the reset forgot. Read under the key's lock, as Reset sets the fence.
 func (t *keyTable) pastFence(h uint64, now int64) int64 {
 	v, ok := t.fences.Load(h)
 	if !ok {
 		return now
 	}
-	f := v.(int64)
-	if t.compact {
-		return max(now, f*t.policy.units.u+1) // in the unit after f's
-	}
-	return max(now, f+1)
+	return max(now, v.(int64)+1)
 }
 
 // fenceGone reports whether a fence at f is older than every window at now.
 func (t *keyTable) fenceGone(f, now int64) bool {
-	if t.compact {
-		f *= t.policy.units.u
-	}
 	longest := int64(t.policy.longest)
 	d := now - f
 	return d > longest && d-longest > longest // d > 2*longest, which may not fit an int64
@@ -417,11 +384,7 @@ func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
 	// Under the key's lock, as Reset sets its fence: a grant the key was reset since is
 	// gone, and its time (or bucket, or unit) may be a later grant's.
 	if atomic.LoadInt64(&s[0]) != sweptHash && !t.fencedOut(h, grant) {
-		if t.compact {
-			p.releaseCompact(s[2:], grant, q.Cost)
-		} else {
-			p.release(s[2:], grant, q.Cost)
-		}
+		p.release(s[2:], grant, q.Cost)
 	}
 	mu.Unlock()
 	return nil
@@ -437,10 +400,7 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 	m.mu.Lock()
 	t := m.tables[p.text]
 	if t == nil {
-		t = &keyTable{store: m, policy: p, width: 2 + p.stateLen, compact: m.compact && p.single}
-		if t.compact {
-			t.width = 2 + compactLen(p.rates[0].Count)
-		}
+		t = &keyTable{store: m, policy: p, width: 2 + p.stateLen}
 		for i := range t.shards {
 			t.shards[i].slots.Store(newSlotArray(8))
 		}
@@ -516,18 +476,11 @@ func (m *MemoryStore) reserve() bool {
 
 // reset clears a key's state s to hold no grant.
 func (t *keyTable) reset(s []int64) {
-	if t.compact {
-		clear(s) // base 0, every offset never
-		return
-	}
 	t.policy.resetState(s)
 }
 
 // idle reports whether the key of state s holds no grant any window still counts at now.
 func (t *keyTable) idle(s []int64, now int64) bool {
-	if t.compact {
-		return t.policy.idleCompact(s, now)
-	}
 	return t.policy.idle(s, now)
 }
 

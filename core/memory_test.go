@@ -28,42 +28,14 @@ func TestMemoryStoreConformance(t *testing.T) {
 			return storetest.Harness{Store: core.NewMemoryStore(nil)}
 		})
 	})
-	// The compact log: the suite's virtual times are whole units, so nothing rounds there;
-	// on real time it rounds to the unit of each policy's period.
-	t.Run("CompactVirtualClock", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) storetest.Harness {
-			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-			return storetest.Harness{
-				Store:   core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: true}),
-				Advance: func(d time.Duration) { clock.Advance(d) },
-			}
-		})
-	})
-	t.Run("CompactRealClock", func(t *testing.T) {
-		t.Parallel()
-		storetest.Run(t, func(t *testing.T) storetest.Harness {
-			return storetest.Harness{Store: core.NewMemoryStore(&core.MemoryConfig{Compact: true}), Rounding: compactRounding}
-		})
-	})
 }
-
-// compactRounding bounds how much later than exact a compact store may report: two units
-// of the longest period the suite uses on real time (its windows double from 400ms on a
-// slow machine, up to 3.2s: a unit of 100µs).
-const compactRounding = 2 * 100 * time.Microsecond
 
 // TestSweepingNeverChangesADecision runs one random workload on a store that sweeps on
 // every decision and on one that never sweeps: every answer must be the same.
 func TestSweepingNeverChangesADecision(t *testing.T) {
-	for _, compact := range []bool{false, true} {
-		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { sweepingNeverChangesADecision(t, compact) })
-	}
-}
-
-func sweepingNeverChangesADecision(t *testing.T, compact bool) {
 	clock := storetest.NewManualClock(time.Unix(0, 0))
-	eager := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: -1, Compact: compact})
-	lazy := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: 1 << 62, Compact: compact})
+	eager := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: -1})
+	lazy := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: 1 << 62})
 	policies := []*core.Policy{
 		mustPolicy(core.Rate{Count: 3, Period: time.Second}),
 		mustPolicy(core.Rate{Count: 2, Period: 100 * time.Millisecond}, core.Rate{Count: 5, Period: time.Second}),
@@ -100,15 +72,9 @@ func sweepingNeverChangesADecision(t *testing.T, compact bool) {
 // TestKeyCap fills a small store past its cap: live keys keep their own limits, newcomers
 // share one overflow quota, and room returns once keys go idle.
 func TestKeyCap(t *testing.T) {
-	for _, compact := range []bool{false, true} {
-		t.Run(fmt.Sprint("compact=", compact), func(t *testing.T) { keyCap(t, compact) })
-	}
-}
-
-func keyCap(t *testing.T, compact bool) {
 	clock := storetest.NewManualClock(time.Unix(0, 0))
 	const maxKeys = 64 * 4 // 4 per shard
-	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, MaxKeys: maxKeys, Compact: compact})
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, MaxKeys: maxKeys})
 	p := mustPolicy(core.Rate{Count: 2, Period: time.Minute})
 	ctx := context.Background()
 	var refusedNewcomers, admittedNewcomers int

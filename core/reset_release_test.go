@@ -58,17 +58,6 @@ func TestReleaseAfterResetBounded(t *testing.T) {
 	releaseAfterReset(t, s, clock, mustParse("300/1h"), 10*time.Millisecond)
 }
 
-// The compact log keeps times in units (50 ms for 15 minutes): grants in the unit of the
-// forgotten one are taken for it.
-func TestReleaseAfterResetCompact(t *testing.T) {
-	// Off a unit's edge, as a real clock nearly always is: the grants below all round up to
-	// the end of one unit. The store counts from its first reading.
-	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-	s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: true})
-	clock.Advance(time.Millisecond) // the store counts from its first reading
-	releaseAfterReset(t, s, clock, mustParse("5/15m"), time.Millisecond)
-}
-
 // The exact log, on a clock that did not move between the grants (a coarse clock, or a
 // test's).
 func TestReleaseAfterResetExact(t *testing.T) {
@@ -87,19 +76,18 @@ func TestReleaseAfterResetExact(t *testing.T) {
 func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name    string
-		count   int
-		period  time.Duration
-		compact bool
+		name   string
+		count  int
+		period time.Duration
 	}{
-		{"bounded 300/1h", 300, time.Hour, false},
-		{"compact 5/15m", 5, 15 * time.Minute, true},
+		{"bounded 300/1h", 300, time.Hour},
+		{"exact 5/15m", 5, 15 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
 			quota := new(core.Quota)
-			store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: c.compact})
-			clock.Advance(time.Millisecond) // off a unit's edge, as a real clock nearly always is
+			store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
+			clock.Advance(time.Millisecond)
 			l, err := adapter.New(c.count, c.period, core.WithStore(store), core.WithScope("login-"+c.name),
 				core.WithCountWhen(core.Failed), core.WithQuota(quota))
 			if err != nil {
@@ -158,37 +146,29 @@ func TestResetFencesAreDropped(t *testing.T) {
 	}
 }
 
-// After a Quota.Reset, requests admitted at the reset's clock reading, or within its unit
-// on a compact log, give their slots back like any others: the key's grants since the
+// After a Quota.Reset, requests admitted at the reset's clock reading give their slots back like any others: the key's grants since the
 // reset are recorded after its fence (MemoryStore.Reset), so Release tells them from those
 // the reset forgot. A login limit counting failed attempts, reset after a lockout, then
 // successful logins: none counts, and the next request is admitted.
 func TestGrantsAfterAResetAreGivenBack(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		count   int
-		compact bool
-		period  time.Duration
-		after   time.Duration // from the reset to the requests
+		name   string
+		count  int
+		period time.Duration
+		after  time.Duration // from the reset to the requests
 	}{
-		{"exact", 3, false, 15 * time.Minute, 0},
-		{"exact-1ms-later", 3, false, 15 * time.Minute, time.Millisecond},
-		{"compact", 3, true, 15 * time.Minute, 0},
-		{"bounded", 300, false, 15 * time.Minute, 0},
-		// The compact log's unit for 15m is tens of milliseconds: a request 1 ms after
-		// the reset is in the reset's unit.
-		{"compact-1ms-later", 3, true, 15 * time.Minute, time.Millisecond},
-		// For a day the unit is seconds: a user who signs in 2 s after the reset.
-		{"compact-1d-2s-later", 3, true, 24 * time.Hour, 2 * time.Second},
+		{"exact", 3, 15 * time.Minute, 0},
+		{"exact-1ms-later", 3, 15 * time.Minute, time.Millisecond},
+		{"bounded", 300, 15 * time.Minute, 0},
 	} {
-		t.Run(c.name, func(t *testing.T) { grantsAfterReset(t, c.name, c.count, c.compact, c.period, c.after) })
+		t.Run(c.name, func(t *testing.T) { grantsAfterReset(t, c.name, c.count, c.period, c.after) })
 	}
 }
 
-func grantsAfterReset(t *testing.T, name string, count int, compact bool, period, after time.Duration) {
+func grantsAfterReset(t *testing.T, name string, count int, period, after time.Duration) {
 	ctx := context.Background()
 	clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, Compact: compact})
+	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now})
 	quota := new(core.Quota)
 	l, err := adapter.New(count, period, core.WithStore(store), core.WithScope("login-"+name),
 		core.WithCountWhen(core.Failed), core.WithQuota(quota))

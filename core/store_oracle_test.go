@@ -47,7 +47,7 @@ func oracleMaxWindow(gs []*oracleGrant, T time.Duration) (int, int64) {
 }
 
 // TestStoreAgainstAnOracle drives a memory store (sweeping after every decision, tiny MaxKeys or
-// none, compact or not) through random traffic of several keys with costs, clock stands
+// none) through random traffic of several keys with costs, clock stands
 // and jumps, and give-backs at random later times; the store's answers are compared with a
 // brute-force oracle of the grants kept: never more than a rate in any interval, and,
 // for exact policies with room for every key, every request that fits admitted, with
@@ -56,7 +56,6 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 	type cfg struct {
 		policy  *core.Policy
 		maxKeys int
-		compact bool
 	}
 	var cases []cfg
 	var pols []*core.Policy
@@ -66,37 +65,29 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 	pols = append(pols, oracleExtraPolicies...)
 	for _, pol := range pols {
 		for _, mk := range []int{0, 1, 2} {
-			for _, compact := range []bool{false, true} {
-				cases = append(cases, cfg{pol, mk, compact})
-			}
+			cases = append(cases, cfg{pol, mk})
 		}
 	}
 	for ci, c := range cases {
-		t.Run(fmt.Sprintf("%s/max%d/compact%v", c.policy.String(), c.maxKeys, c.compact), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/max%d", c.policy.String(), c.maxKeys), func(t *testing.T) {
 			p := c.policy
 			rates := p.Rates()
-			exact := !(c.compact && len(rates) == 1)
+			exact := true
 			shortest, minCount := rates[0].Period, rates[0].Count
-			slack := func(r core.Rate) int64 { return 0 }
 			for _, r := range rates {
 				shortest, minCount = min(shortest, r.Period), min(minCount, r.Count)
 				if !r.Exact() {
 					exact = false
 				}
 			}
-			if c.compact && len(rates) == 1 && rates[0].Exact() {
-				u := int64(p.Unit())
-				slack = func(core.Rate) int64 { return 3 * u }
-			} else {
-				slack = func(r core.Rate) int64 {
-					if r.Exact() {
-						return 0
-					}
-					return (int64(r.Period) + bounds.Buckets - 1) / bounds.Buckets
+			slack := func(r core.Rate) int64 {
+				if r.Exact() {
+					return 0
 				}
+				return (int64(r.Period) + bounds.Buckets - 1) / bounds.Buckets
 			}
 			clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: -1, MaxKeys: c.maxKeys, Compact: c.compact})
+			s := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, SweepInterval: -1, MaxKeys: c.maxKeys})
 			var now int64
 			advance := func(d int64) { clock.Advance(time.Duration(d)); now += d }
 			rng := rand.New(rand.NewPCG(uint64(ci), oracleSeed))
@@ -172,7 +163,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 					t.Fatalf("request %d key %s cost %d at %d: admitted beyond the limit (%+v)", i, key, cost, now, d)
 				}
 				if !exact {
-					// Bounded or compact: Remaining and RetryAfter within the documented slack.
+					// Bounded: Remaining and RetryAfter within the documented slack.
 					remHi, remLo := math.MaxInt, math.MaxInt
 					var retryLo, retryHi time.Duration
 					for _, r := range rates {

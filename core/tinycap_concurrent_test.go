@@ -18,26 +18,22 @@ type oracleSpan struct {
 
 // TestConcurrentTinyCap: 8 goroutines on 3 keys of a store holding 1 or 2 keys, sweeping
 // after every decision, with costs and give-backs (some right away, some by another
-// goroutine later), compact or not, on the real clock. What stays counted (grants not given
+// goroutine later), on the real clock. What stays counted (grants not given
 // back) must never put more than a rate's count of whole call spans in an interval of length T.
 func TestConcurrentTinyCap(t *testing.T) {
 	for _, pol := range []string{"3/20ms", "2/10ms,5/50ms", "300/50ms", "3/20ms,300/100ms", "257/30ms,256/30ms"} {
 		for _, mk := range []int{1, 2, 0} {
-			for _, compact := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/max%d/compact%v", pol, mk, compact), func(t *testing.T) {
-					oracleConcurrent(t, pol, mk, compact)
-				})
-			}
+			t.Run(fmt.Sprintf("%s/max%d", pol, mk), func(t *testing.T) { oracleConcurrent(t, pol, mk) })
 		}
 	}
 }
 
-func oracleConcurrent(t *testing.T, pol string, maxKeys int, compact bool) {
+func oracleConcurrent(t *testing.T, pol string, maxKeys int) {
 	p, err := core.ParsePolicy(pol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: maxKeys, SweepInterval: -1, Compact: compact, Now: time.Now})
+	s := core.NewMemoryStore(&core.MemoryConfig{MaxKeys: maxKeys, SweepInterval: -1, Now: time.Now})
 	minCount := p.Rates()[0].Count
 	for _, r := range p.Rates() {
 		minCount = min(minCount, r.Count)
