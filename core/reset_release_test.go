@@ -13,7 +13,7 @@ import (
 
 // Giving back (Release) a grant that a Reset already forgot changes nothing. The stores
 // find the grant to give back by its time (the exact ring: an entry equal to
-// Decision.Grant; a bounded rate: the bucket of that time; the compact log: the unit), so
+// Decision.Grant; a bounded rate: the bucket of that time), so
 // after a Reset, grants recorded later at the same time were taken for the forgotten one,
 // and one of them was given back: one request more than the count in one window.
 

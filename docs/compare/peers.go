@@ -82,13 +82,6 @@ func peers() []peer {
 			fast:     spec{100, time.Nanosecond},
 		},
 		{
-			name: "reqlimit `Decide` (memory, compact)", scheme: "sliding log, times in units of at most T/13107",
-			newAllow: reqlimitDecide(func() (core.Store, error) {
-				return core.NewMemoryStore(&core.MemoryConfig{Compact: true}), nil
-			}),
-			fast: spec{100, time.Nanosecond},
-		},
-		{
 			name: "reqlimit `nethttp.Limit` (memory)", scheme: "exact sliding log",
 			newAllow: func(count int, period time.Duration) (allowFunc, error) {
 				// Its own store: the process-wide default would share buckets between instances.
