@@ -9,32 +9,16 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// The engine's view for tests that hold another store to it decision for decision: with
-// compact, a policy of one exact rate is decided on the memory store's compact log
-// (compact.go), as the Redis store's WithCompact decides it. Grants are in nanoseconds.
+// The engine's view for tests that hold another store to it decision for decision (the
+// Redis scripts). Grants are in nanoseconds.
 func init() {
-	hook.NewState = func(p any, compact bool) []int64 {
-		if p := p.(*Policy); compact && p.single {
-			return make([]int64, compactLen(p.rates[0].Count))
-		}
-		return p.(*Policy).newState()
+	hook.NewState = func(p any) []int64 { return p.(*Policy).newState() }
+	hook.DecideState = func(p any, s []int64, now int64, cost int, mode uint8) (any, error) {
+		var d Decision
+		err := p.(*Policy).apply(&d, s, now, cost, Mode(mode))
+		return d, err
 	}
-	hook.DecideState = func(p any, compact bool, s []int64, now int64, cost int, mode uint8) (any, error) {
-		if p := p.(*Policy); compact && p.single {
-			var d Decision
-			err := p.applyCompact(&d, s, now, cost, Mode(mode))
-			d.Grant *= p.units.u
-			return d, err
-		}
-		return p.(*Policy).decideState(s, now, cost, Mode(mode))
-	}
-	hook.ReleaseState = func(p any, compact bool, s []int64, grant int64, cost int) {
-		if p := p.(*Policy); compact && p.single {
-			p.releaseCompact(s, grant/p.units.u, cost)
-			return
-		}
-		p.(*Policy).release(s, grant, cost)
-	}
+	hook.ReleaseState = func(p any, s []int64, grant int64, cost int) { p.(*Policy).release(s, grant, cost) }
 }
 
 // The engine works on a key's state: a []int64 of p.stateLen slots, laid out as
@@ -43,9 +27,12 @@ func init() {
 //	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
 //	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[boundedBuckets+1]
 //
-// One log serves every exact rate of the policy: a request of cost c fits rate N per T if
-// the (N-c+1)-th most recent grant is at least T old, an O(1) lookup. Times are int64
-// nanoseconds on the store's clock.
+// A rate's state has one of two encodings. Every exact rate (Count up to exactMax) reads
+// the one log: a request of cost c fits rate N per T if the (N-c+1)-th most recent grant
+// is at least T old. A bounded rate counts its grants in boundedBuckets+1 buckets of
+// Period/boundedBuckets, each counted whole while any of it overlaps the window, so it
+// never counts fewer grants than the window holds. Times are int64 nanoseconds on the
+// store's clock. The Redis scripts keep the same layout.
 const (
 	never      = math.MinInt64
 	boundedLen = 4 + boundedBuckets + 1
@@ -66,190 +53,66 @@ func (p *Policy) resetState(s []int64) {
 	}
 }
 
-// decideState decides a request of the given cost for a key whose state is s, at time now
+// apply decides a request of the given cost for a key whose state is s, at time now
 // (nanoseconds on any monotonic clock the caller keeps for that key), records it as mode
-// says, and returns the decision. It is the engine every in-process store shares; the
-// caller serializes calls on one state. A time earlier than one already recorded counts
-// as that time, so racing clock reads cannot unsort the log. A cost below 1 counts as 1; a
-// cost above some rate's Count fails with ErrCostTooHigh.
-func (p *Policy) decideState(s []int64, now int64, cost int, mode Mode) (Decision, error) {
-	var d Decision
-	err := p.apply(&d, s, now, cost, mode)
-	return d, err
-}
-
-// apply is decideState writing into *d, which the caller has zeroed: stores call it with
-// their own result, so that a decision is written once rather than copied out of every
-// frame on the way.
+// says, and writes the decision into *d, which the caller has zeroed. It is the one rule
+// every in-process store shares, as x/time/rate's reserveN is: no lock, no clock read, so
+// the caller serializes calls on one state and passes the time in. A time earlier than one
+// already recorded counts as that time, so racing clock reads cannot unsort the log. A cost
+// below 1 counts as 1; a cost above some rate's Count fails with ErrCostTooHigh.
 func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) error {
-	if p.takesOne(cost, mode) {
-		p.applyOne(d, s, now)
-		return nil
-	}
-	if cost < 1 {
-		cost = 1
-	}
+	cost = max(cost, 1)
 	if cost > p.minCount {
 		return p.checkCost(cost)
 	}
-	if p.single {
-		p.applySingle(d, s, now, cost, mode)
-		return nil
+	now = p.keyClock(s, now)
+	allowed := true
+	for i, r := range p.rates {
+		if r.exact() {
+			allowed = allowed && p.nth(s, r.Count-cost+1) <= now-int64(r.Period)
+			continue
+		}
+		b := p.block(s, i)
+		expire(b, r, p.gran[i], now)
+		allowed = allowed && b[bSum]+int64(cost) <= int64(r.Count)
 	}
-	if len(p.rates) == 1 {
-		p.applyBounded(d, s[1:1+boundedLen], now, cost, mode)
-		return nil
+	if mode == Penalty || allowed && mode == Enforce {
+		p.record(s, now, cost)
+		d.Grant = now
 	}
-	p.applyRates(d, s, now, cost, mode)
+	for i := range p.bounded {
+		s[p.offset[p.bounded[i]]+bLast] = now
+	}
+	p.report(d, s, now, cost, allowed)
 	return nil
 }
 
-// applyRates is apply for any policy, looping over its rates.
-func (p *Policy) applyRates(d *Decision, s []int64, now int64, cost int, mode Mode) {
-	L := p.logLen
-	w := int(s[0])
-	log := s[1 : 1+L]
-	if L > 0 {
-		if newest := log[back(w, 1, L)]; now < newest {
-			now = newest
-		}
-	}
-	for j, ri := range p.bounded {
-		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-		now = max(now, b[bLast])
-		expire(b, p.rates[ri], p.gran[ri], now)
-	}
+// nth returns the k-th most recent grant time in the log (1 <= k <= logLen).
+func (p *Policy) nth(s []int64, k int) int64 {
+	return s[1+back(int(s[0]), k, p.logLen)]
+}
 
-	allowed := true
-	j := 0
-	for _, r := range p.rates {
-		if r.exact() {
-			if log[back(w, r.Count-cost+1, L)] > now-int64(r.Period) {
-				allowed = false
-			}
-			continue
-		}
-		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-		j++
-		if b[bSum]+int64(cost) > int64(r.Count) {
-			allowed = false
-		}
-	}
+// block returns the state of bounded rate i.
+func (p *Policy) block(s []int64, i int) []int64 {
+	return s[p.offset[i] : p.offset[i]+boundedLen]
+}
 
-	if mode == Penalty || (allowed && mode == Enforce) {
+// record counts a grant of cost units at now in every rate: cost entries in the log (at
+// most its length: a rate never looks further back), and cost units in now's bucket of
+// each bounded rate.
+func (p *Policy) record(s []int64, now int64, cost int) {
+	if L := p.logLen; L > 0 {
+		w := int(s[0])
 		for range min(cost, L) {
-			log[w] = now
+			s[1+w] = now
 			if w++; w == L {
 				w = 0
 			}
 		}
 		s[0] = int64(w)
-		for j, ri := range p.bounded {
-			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-			record(b, p.gran[ri], now, cost, p.rates[ri].Count)
-		}
-		d.Grant = now
 	}
-	for j := range p.bounded {
-		s[1+L+j*boundedLen+bLast] = now
-	}
-	p.report(d, s, now, cost, allowed)
-}
-
-// applySingle is apply for the most common policy, one exact rate, in straight-line code:
-// the same answers (the oracle tests hold it to that), without the loops over rates.
-func (p *Policy) applySingle(d *Decision, s []int64, now int64, cost int, mode Mode) {
-	r := p.rates[0]
-	N, T := r.Count, int64(r.Period)
-	log := s[1 : 1+N]
-	w := int(s[0])
-	if newest := log[back(w, 1, N)]; now < newest {
-		now = newest
-	}
-	k := N - cost + 1
-	allowed := log[back(w, k, N)] <= now-T
-	if mode == Penalty || (allowed && mode == Enforce) {
-		for range cost {
-			log[w] = now
-			if w++; w == N {
-				w = 0
-			}
-		}
-		s[0] = int64(w)
-		d.Grant = now
-	}
-	used := usedSince(log, w, now-T)
-	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
-	if used > 0 {
-		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
-		d.FullReset = time.Duration(log[back(w, 1, N)] + T - now)
-	}
-	if g := log[back(w, k, N)]; !allowed && g != never {
-		d.RetryAfter = time.Duration(max(0, g+T-now))
-	}
-}
-
-// takesOne reports whether a request of cost (below 1 counts as 1) in mode is decided by
-// applyOne: the usual request, on one exact rate. A count is at least 1, so the cost fits.
-func (p *Policy) takesOne(cost int, mode Mode) bool {
-	return p.single && cost <= 1 && mode == Enforce
-}
-
-// applyOne is applySingle for the usual request, of cost 1 under Enforce: the grant that
-// would leave the window to make room is the oldest, at the write index, and the newest,
-// the one before it, is the one just recorded if any was. The same answers as
-// applySingle's (the oracle tests hold it to that).
-func (p *Policy) applyOne(d *Decision, s []int64, now int64) {
-	r := p.rates[0]
-	N, T := r.Count, int64(r.Period)
-	log := s[1 : 1+N]
-	w := int(s[0])
-	newest := log[back(w, 1, N)]
-	now = max(now, newest)
-	cutoff := now - T
-	oldest := log[w]
-	allowed := oldest <= cutoff
-	if allowed {
-		log[w] = now
-		if w++; w == N {
-			w = 0
-		}
-		s[0] = int64(w)
-		d.Grant, newest = now, now
-	}
-	used := usedSince(log, w, cutoff)
-	d.Allowed, d.Rate, d.Remaining = allowed, r, N-used
-	if used > 0 {
-		d.Reset = time.Duration(log[back(w, used, N)] + T - now)
-		d.FullReset = time.Duration(newest + T - now)
-	}
-	if !allowed && oldest != never {
-		d.RetryAfter = time.Duration(max(0, oldest+T-now))
-	}
-}
-
-// applyBounded is apply for a policy of one bounded rate, whose state after the unused
-// write index is that rate's block, in straight-line code: the same answers as apply's
-// loops (the oracle tests hold it to that).
-func (p *Policy) applyBounded(d *Decision, b []int64, now int64, cost int, mode Mode) {
-	r := p.rates[0]
-	g, T := p.gran[0], int64(r.Period)
-	now = max(now, b[bLast])
-	expire(b, r, g, now)
-	allowed := b[bSum]+int64(cost) <= int64(r.Count)
-	if mode == Penalty || (allowed && mode == Enforce) {
-		record(b, g, now, cost, r.Count)
-		d.Grant = now
-	}
-	b[bLast] = now
-	used := b[bSum]
-	d.Allowed, d.Rate, d.Remaining = allowed, r, left(r, used)
-	if used > 0 {
-		d.Reset = time.Duration((b[bLo]+1)*g + T - now)
-		d.FullReset = time.Duration(max(0, (b[bNewest]+1)*g+T-now))
-	}
-	if !allowed {
-		d.RetryAfter = time.Duration(boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count)))
+	for _, i := range p.bounded {
+		recordBounded(p.block(s, i), p.gran[i], now, cost, p.rates[i].Count)
 	}
 }
 
@@ -290,9 +153,9 @@ func (p *Policy) release(s []int64, at int64, cost int) {
 			s[0] = int64(w)
 		}
 	}
-	for j, ri := range p.bounded {
-		b := s[1+p.logLen+j*boundedLen : 1+p.logLen+(j+1)*boundedLen]
-		k := floorDiv(at, p.gran[ri])
+	for _, i := range p.bounded {
+		b := p.block(s, i)
+		k := floorDiv(at, p.gran[i])
 		if k < b[bLo] || k > b[bNewest] {
 			continue // left the window: its bucket may hold a later one's counts now
 		}
@@ -312,31 +175,27 @@ func (p *Policy) checkCost(cost int) error {
 	return nil
 }
 
-// report fills a decision from the state after recording.
+// report fills a decision from the state after recording: per rate, what it has left,
+// when its oldest counted grant leaves (Reset), when its newest does (FullReset) and, on a
+// refusal, when a request of this cost would fit.
 func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed bool) {
-	L := p.logLen
-	w := int(s[0])
-	log := s[1 : 1+L]
 	d.Allowed, d.Remaining = allowed, math.MaxInt
 	var shown int64 // the reported rate's wait; d's RetryAfter and FullReset start at 0
-	j := 0
 	for i, r := range p.rates {
 		T := int64(r.Period)
 		var used, retry, reset, whole int64
 		if r.exact() {
-			used = int64(usedInLog(log, w, r.Count, now-T))
+			used = int64(p.usedSince(s, r.Count, now-T))
 			if used > 0 {
-				reset = log[back(w, int(used), L)] + T - now
-				whole = log[back(w, 1, L)] + T - now
+				reset = p.nth(s, int(used)) + T - now
+				whole = p.nth(s, 1) + T - now
 			}
-			if g := log[back(w, r.Count-cost+1, L)]; !allowed && g != never {
+			if g := p.nth(s, r.Count-cost+1); !allowed && g != never {
 				retry = max(0, g+T-now)
 			}
 		} else {
-			b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-			j++
+			b, g := p.block(s, i), p.gran[i]
 			used = b[bSum]
-			g := p.gran[i]
 			if used > 0 {
 				// The oldest bucket that holds a grant (lo, see expire) leaves first:
 				// nothing more fits before, and the quota grows then. On a refusal it is
@@ -374,12 +233,11 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 // rate's newest grant, a bounded rate's last decision), as apply holds it: the key's
 // clock never runs backwards, whatever the store's does.
 func (p *Policy) keyClock(s []int64, now int64) int64 {
-	L := p.logLen
-	if L > 0 {
-		now = max(now, s[1+back(int(s[0]), 1, L)])
+	if p.logLen > 0 {
+		now = max(now, p.nth(s, 1))
 	}
-	for j := range p.bounded {
-		now = max(now, s[1+L+j*boundedLen+bLast])
+	for _, i := range p.bounded {
+		now = max(now, s[p.offset[i]+bLast])
 	}
 	return now
 }
@@ -387,16 +245,14 @@ func (p *Policy) keyClock(s []int64, now int64) int64 {
 // idle reports whether a key with state s holds no grant that any window still counts at
 // time now, so that dropping the state cannot change a later decision.
 func (p *Policy) idle(s []int64, now int64) bool {
-	L := p.logLen
-	if L > 0 {
-		if newest := s[1+back(int(s[0]), 1, L)]; newest != never && newest > now-int64(p.longestExact) {
+	if p.logLen > 0 {
+		if newest := p.nth(s, 1); newest != never && newest > now-int64(p.longestExact) {
 			return false
 		}
 	}
-	for j, ri := range p.bounded {
-		b := s[1+L+j*boundedLen : 1+L+(j+1)*boundedLen]
-		r := p.rates[ri]
-		if b[bSum] > 0 && (b[bNewest]+1)*p.gran[ri] > now-int64(r.Period) { // no sum past MaxInt64
+	for _, i := range p.bounded {
+		b := p.block(s, i)
+		if b[bSum] > 0 && (b[bNewest]+1)*p.gran[i] > now-int64(p.rates[i].Period) { // no sum past MaxInt64
 			return false
 		}
 	}
@@ -419,36 +275,21 @@ func left(r Rate, used int64) int {
 	return int(max(0, int64(r.Count)-used))
 }
 
-// usedSince counts the grants after cutoff in the whole log of a single exact rate, w
-// its write index. A client well under its limit holds a grant or two in the window:
-// counted without the search.
-func usedSince(log []int64, w int, cutoff int64) int {
-	N := len(log)
-	switch {
-	case log[back(w, 1, N)] <= cutoff:
-		return 0
-	case N == 1 || log[back(w, 2, N)] <= cutoff:
-		return 1
-	}
-	return usedInLog(log, w, N, cutoff)
-}
-
-// usedInLog counts the grants after cutoff among the last n of the log. Entries only get
+// usedSince counts the grants after cutoff among the last n of the log. Entries only get
 // older as k grows, so it gallops from the newest (1, 2, 4, ...) and then bisects:
 // O(log used), and a client well under its limit, the common case, costs a step or two.
-func usedInLog(log []int64, w, n int, cutoff int64) int {
-	L := len(log)
-	if log[back(w, n, L)] > cutoff {
+func (p *Policy) usedSince(s []int64, n int, cutoff int64) int {
+	if p.nth(s, n) > cutoff {
 		return n
 	}
 	lo, hi := 0, 1 // entry lo is after cutoff (lo 0: none checked), entry hi is not
-	for hi < n && log[back(w, hi, L)] > cutoff {
+	for hi < n && p.nth(s, hi) > cutoff {
 		lo, hi = hi, 2*hi
 	}
 	hi = min(hi, n)
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
-		if log[back(w, mid, L)] > cutoff {
+		if p.nth(s, mid) > cutoff {
 			lo = mid
 		} else {
 			hi = mid
@@ -501,11 +342,11 @@ func expire(b []int64, r Rate, g, now int64) {
 	}
 }
 
-// record counts cost units in the bucket of now. A bucket holds at most the rate's count:
+// recordBounded counts cost units in the bucket of now. A bucket holds at most the rate's count:
 // one that full refuses every request on its own until it leaves the window, so more in it
 // would change no decision and no reported time, and the cap keeps Penalty's recording of
 // refusals from growing a sum without bound (it would overflow, and then admit).
-func record(b []int64, g, now int64, cost, count int) {
+func recordBounded(b []int64, g, now int64, cost, count int) {
 	k := bucketFrom(b[bNewest], now, g)
 	if b[bSum] == 0 {
 		b[bLo] = k // the only bucket that holds a grant, so the oldest (see expire)

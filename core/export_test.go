@@ -72,20 +72,9 @@ func (p *Policy) Longest() time.Duration { return p.longest }
 
 func (p *Policy) Idle(s []int64, now int64) bool { return p.idle(s, now) }
 
-func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (Decision, error) {
-	return p.decideState(s, now, cost, mode)
-}
-
-// ApplyRates is Apply through the loops over a policy's rates, bypassing the one-rate
-// fast paths, which must answer the same.
-func (p *Policy) ApplyRates(s []int64, now int64, cost int, mode Mode) (Decision, error) {
-	cost = max(cost, 1)
-	if cost > p.minCount {
-		return Decision{}, p.checkCost(cost)
-	}
-	var d Decision
-	p.applyRates(&d, s, now, cost, mode)
-	return d, nil
+func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (d Decision, err error) {
+	err = p.apply(&d, s, now, cost, mode)
+	return d, err
 }
 
 var BucketFrom, FloorDiv = bucketFrom, floorDiv
@@ -98,9 +87,6 @@ func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 func (r Rate) Exact() bool { return r.exact() }
 
 func (p *Policy) Release(s []int64, at int64, cost int) { p.release(s, at, cost) }
-
-// Unit returns the unit a compact memory store keeps a one-rate policy's times in.
-func (p *Policy) Unit() time.Duration { return time.Duration(p.units.u) }
 
 func (m *MemoryStore) ReleaseAt(q Query, grant int64) error {
 	return m.Release(context.Background(), q, grant)

@@ -21,13 +21,12 @@ type Policy struct {
 	// Layout of a key's state, shared by every store that keeps state in int64 slots.
 	logLen       int           // exact log capacity: the largest exact Count, 0 if none
 	minCount     int           // the smallest Count: costs up to it fit every rate
-	single       bool          // one exact rate: Apply's fast path
 	longest      time.Duration // the longest Period: a key idle this long holds nothing
 	longestExact time.Duration // the longest Period among exact rates: how long the log counts
 	bounded      []int         // indexes into rates of the bounded ones
 	gran         []int64       // per rate: the bounded form's granule, 0 for exact rates
+	offset       []int         // per rate: where a bounded rate's block starts in the state, 0 for exact rates
 	stateLen     int
-	units        unitClock // single: the compact log's units (see compact.go)
 
 	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }
@@ -63,11 +62,11 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 		p.longest = max(p.longest, r.Period)
 	}
 	p.text = strings.Join(texts, ",")
-	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
-	p.single = len(rates) == 1 && rates[0].exact()
-	if p.single {
-		p.units = newUnitClock(rates[0].Period)
+	p.offset = make([]int, len(rates))
+	for j, i := range p.bounded {
+		p.offset[i] = 1 + p.logLen + j*boundedLen
 	}
+	p.stateLen = 1 + p.logLen + len(p.bounded)*boundedLen
 	return p, nil
 }
 

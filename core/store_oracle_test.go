@@ -163,7 +163,7 @@ func TestStoreAgainstAnOracle(t *testing.T) {
 					t.Fatalf("request %d key %s cost %d at %d: admitted beyond the limit (%+v)", i, key, cost, now, d)
 				}
 				if !exact {
-					// Bounded or compact: Remaining and RetryAfter within the documented slack.
+					// Bounded: Remaining and RetryAfter within the documented slack.
 					remHi, remLo := math.MaxInt, math.MaxInt
 					var retryLo, retryHi time.Duration
 					for _, r := range rates {

@@ -207,7 +207,7 @@ func TestLargestIntCountRegisters(t *testing.T) {
 // Penalty records refusals, so a bounded rate's sum can reach many times its count (each
 // bucket is capped at the count, not the sum). A key far over its limit has none left:
 // computed as an int, the sum wrapped past 2^32 on 32-bit platforms into room that is not
-// there. One rate (applyBounded) and two (report).
+// there. One rate and two.
 func TestPenaltyFarOverTheLimitLeavesNone(t *testing.T) {
 	const count = 1 << 30
 	for _, p := range []*core.Policy{

@@ -137,13 +137,13 @@ func startTruthRedis(t *testing.T) {
 
 var truthPrefix atomic.Int64
 
-func onRedis(policy string, compact bool, opts ...core.Option) truthTarget {
-	return onRedisWith(policy, compact, false, opts...)
+func onRedis(policy string, opts ...core.Option) truthTarget {
+	return onRedisWith(policy, false, opts...)
 }
 
-func onRedisWith(policy string, compact, deny bool, opts ...core.Option) truthTarget {
+func onRedisWith(policy string, deny bool, opts ...core.Option) truthTarget {
 	return func(t *testing.T, clock func() time.Time) http.Handler {
-		st := redisstore.New(truthRedis, redisstore.WithClock(clock), redisstore.WithCompact(compact), redisstore.WithDenyCache(deny),
+		st := redisstore.New(truthRedis, redisstore.WithClock(clock), redisstore.WithDenyCache(deny),
 			redisstore.WithPrefix(fmt.Sprintf("truth%d:", truthPrefix.Add(1))))
 		return truthRoute(t, policy, st, opts)
 	}
@@ -213,21 +213,18 @@ func truthShapes() []truthShape {
 	}
 	// On Redis.
 	s = append(s,
-		truthShape{"redis-exact-3/1m", onRedis("3/1m", false), time.Minute, 3, true, 1, 50},
-		truthShape{"redis-compact-3/1m", onRedis("3/1m", true), time.Minute, 3, false, 1, 50},
-		truthShape{"redis-several-5/1s,20/1m", onRedis("5/1s,20/1m", false), time.Second, 0, false, 1, 80},
-		truthShape{"redis-mixed-3/2s,300/1m", onRedis("3/2s,300/1m", false), 2 * time.Second, 0, false, 1, 60},
-		truthShape{"redis-cost-5/10s", onRedis("5/10s", false), 10 * time.Second, 5, false, 5, 50},
-		truthShape{"redis-cost-bounded-300/10s", onRedis("300/10s", false), 10 * time.Second / 100, 300, false, 300, 150},
-		truthShape{"redis-penalty-3/10s", onRedis("3/10s", false, core.WithPenalty()), 10 * time.Second, 3, false, 1, 50},
-		truthShape{"redis-deny-3/1m", onRedisWith("3/1m", false, true), time.Minute, 3, true, 1, 50},
-		truthShape{"redis-deny-several-5/1s,20/1m", onRedisWith("5/1s,20/1m", false, true), time.Second, 0, false, 1, 80},
-		truthShape{"redis-deny-compact-cost-6/1m", onRedisWith("6/1m", true, true), time.Minute, 6, false, 6, 60},
-		truthShape{"redis-sub-second-20/50ms", onRedis("20/50ms", false, core.WithShortPeriods()), 50 * time.Millisecond, 20, false, 1, 80},
-		truthShape{"redis-countwhen-3/1m", onRedis("3/1m", false, core.WithCountWhen(core.Failed)), time.Minute, 3, true, 1, 60},
-		truthShape{"redis-countwhen-compact-4/1m", onRedis("4/1m", true, core.WithCountWhen(core.Failed)), time.Minute, 4, false, 1, 60},
-		truthShape{"redis-countwhen-several-3/1s,6/1m", onRedis("3/1s,6/1m", false, core.WithCountWhen(core.Failed)), time.Second, 0, false, 1, 100},
-		truthShape{"redis-bounded-300/1m", onRedis("300/1m", false), time.Minute / 100, 300, false, 1, 400},
+		truthShape{"redis-exact-3/1m", onRedis("3/1m"), time.Minute, 3, true, 1, 50},
+		truthShape{"redis-several-5/1s,20/1m", onRedis("5/1s,20/1m"), time.Second, 0, false, 1, 80},
+		truthShape{"redis-mixed-3/2s,300/1m", onRedis("3/2s,300/1m"), 2 * time.Second, 0, false, 1, 60},
+		truthShape{"redis-cost-5/10s", onRedis("5/10s"), 10 * time.Second, 5, false, 5, 50},
+		truthShape{"redis-cost-bounded-300/10s", onRedis("300/10s"), 10 * time.Second / 100, 300, false, 300, 150},
+		truthShape{"redis-penalty-3/10s", onRedis("3/10s", core.WithPenalty()), 10 * time.Second, 3, false, 1, 50},
+		truthShape{"redis-deny-3/1m", onRedisWith("3/1m", true), time.Minute, 3, true, 1, 50},
+		truthShape{"redis-deny-several-5/1s,20/1m", onRedisWith("5/1s,20/1m", true), time.Second, 0, false, 1, 80},
+		truthShape{"redis-sub-second-20/50ms", onRedis("20/50ms", core.WithShortPeriods()), 50 * time.Millisecond, 20, false, 1, 80},
+		truthShape{"redis-countwhen-3/1m", onRedis("3/1m", core.WithCountWhen(core.Failed)), time.Minute, 3, true, 1, 60},
+		truthShape{"redis-countwhen-several-3/1s,6/1m", onRedis("3/1s,6/1m", core.WithCountWhen(core.Failed)), time.Second, 0, false, 1, 100},
+		truthShape{"redis-bounded-300/1m", onRedis("300/1m"), time.Minute / 100, 300, false, 1, 400},
 	)
 	return s
 }
@@ -355,7 +352,7 @@ func TestFieldsTellTheTruth(t *testing.T) {
 // truthTargets is policy in memory and on Redis.
 func truthTargets(t *testing.T, policy string) map[string]truthTarget {
 	startTruthRedis(t)
-	return map[string]truthTarget{"memory": inMemory(policy), "redis": onRedis(policy, false)}
+	return map[string]truthTarget{"memory": inMemory(policy), "redis": onRedis(policy)}
 }
 
 // admittedAt returns how many of n requests of cost 1 sent at once at at, after prefix,

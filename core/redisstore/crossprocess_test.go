@@ -39,25 +39,20 @@ func TestCrossProcessStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, compact := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
-			for attempt := 1; ; attempt++ {
-				why := crossProcessRun(t, exe, compact)
-				if why == "" {
-					return
-				}
-				if attempt == 3 {
-					t.Fatalf("in each of %d runs the machine was too slow for the check: %s", attempt, why)
-				}
-				t.Logf("%s; again", why)
-			}
-		})
+	for attempt := 1; ; attempt++ {
+		why := crossProcessRun(t, exe)
+		if why == "" {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("in each of %d runs the machine was too slow for the check: %s", attempt, why)
+		}
+		t.Logf("%s; again", why)
 	}
 }
 
-// crossProcessRun makes one run of TestCrossProcessStrict, its stores compact or not,
-// failing t on a violation. It returns why the run showed too little to check, or "".
-func crossProcessRun(t *testing.T, exe string, compact bool) string {
+// crossProcessRun makes one run of TestCrossProcessStrict, failing t on a violation. It returns why the run showed too little to check, or "".
+func crossProcessRun(t *testing.T, exe string) string {
 	prefix := freshPrefix(t)
 	var mu sync.Mutex
 	var grants, refusals []storetest.Call
@@ -67,7 +62,7 @@ func crossProcessRun(t *testing.T, exe string, compact bool) string {
 	ready := make(chan bool, crossProcs)
 	for i := range crossProcs {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%v", childEnv, standalone.Addr(), prefix, compact))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s", childEnv, standalone.Addr(), prefix))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +123,7 @@ func crossProcessRun(t *testing.T, exe string, compact bool) string {
 	if worst > crossN {
 		t.Fatalf("%d grants inside one %v interval across processes, limit %d", worst, crossPer, crossN)
 	}
-	// The server reads its clock in whole microseconds; compact units are 10 µs here.
+	// The server reads its clock in whole microseconds.
 	if bad := storetest.RefusedWithRoom(grants, refusals, crossN, crossPer+time.Millisecond); len(bad) > 0 {
 		t.Fatalf("%d of %d refusals (a sample) came while fewer than %d grants could have been in the %v before them; the first: %v", len(bad), len(refusals), crossN, crossPer, bad[0])
 	}
@@ -148,13 +143,13 @@ func crossProcessRun(t *testing.T, exe string, compact bool) string {
 // with "R" for a sample of its refusals.
 func childMain() int {
 	parts := strings.Split(os.Getenv(childEnv), ",")
-	if len(parts) != 3 {
+	if len(parts) != 2 {
 		fmt.Fprintln(os.Stderr, "child: bad", childEnv)
 		return 2
 	}
 	c := redis.NewClient(&redis.Options{Addr: parts[0]})
 	defer c.Close()
-	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]), redisstore.WithCompact(parts[2] == "true"))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(parts[1]))
 	q := core.Query{Policy: mustPolicy(core.Rate{Count: crossN, Period: crossPer}), Key: "shared"}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {

@@ -39,15 +39,3 @@ func Example() {
 	}
 	fmt.Printf("admitted, %d of %d left\n", d.Remaining, d.Rate.Count)
 }
-
-// A store for many clients: one exact rate per key kept in 2 bytes a grant rather than 7,
-// in units of at most T/13107 (2 ms for a minute), rounded so that the limit stays strict.
-// Every process sharing the limits must say the same.
-func ExampleWithCompact() {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
-	defer client.Close()
-	store := redisstore.New(client, redisstore.WithCompact(true))
-	if err := core.SetDefaultStore(store); err != nil {
-		panic(err) // the default store was already in use
-	}
-}

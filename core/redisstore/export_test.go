@@ -28,16 +28,13 @@ func (s *Store) QueueIdle() bool {
 // being sent.
 func SetRefusedPause(s *Store, d time.Duration) { s.pause = d }
 
-// EngineState returns core's engine state of a key that holds no grant under p, in the
-// compact form when compact (a store under WithCompact) and the store keeps p compact.
-func EngineState(p *core.Policy, compact bool) []int64 {
-	return hook.NewState(p, compact && keptCompact(p))
-}
+// EngineState returns core's engine state of a key that holds no grant under p.
+func EngineState(p *core.Policy) []int64 { return hook.NewState(p) }
 
 // EngineDecide is core's engine deciding on state s at now: what every script must match,
 // decision for decision.
-func EngineDecide(p *core.Policy, compact bool, s []int64, now int64, cost int, mode core.Mode) (core.Decision, error) {
-	d, err := hook.DecideState(p, compact && keptCompact(p), s, now, cost, uint8(mode))
+func EngineDecide(p *core.Policy, s []int64, now int64, cost int, mode core.Mode) (core.Decision, error) {
+	d, err := hook.DecideState(p, s, now, cost, uint8(mode))
 	if err != nil {
 		return core.Decision{}, err
 	}
@@ -45,9 +42,6 @@ func EngineDecide(p *core.Policy, compact bool, s []int64, now int64, cost int, 
 }
 
 // EngineRelease is core's engine giving back the grant recorded at grant on state s.
-func EngineRelease(p *core.Policy, compact bool, s []int64, grant int64, cost int) {
-	hook.ReleaseState(p, compact && keptCompact(p), s, grant, cost)
+func EngineRelease(p *core.Policy, s []int64, grant int64, cost int) {
+	hook.ReleaseState(p, s, grant, cost)
 }
-
-// keptCompact reports whether a store under WithCompact keeps p in compact1.lua's layout.
-func keptCompact(p *core.Policy) bool { return newPlan(p.Rates(), true).script == compact1Script }

@@ -18,17 +18,16 @@ import (
 )
 
 // Giving back a grant that a Reset already forgot changes nothing. release.lua finds the
-// grant by its time: the bucket of that time for a bounded rate (T/100 wide), the unit for
-// the compact layout, the microsecond for the exact ring. After a Reset (then a DEL),
-// grants recorded later in the same bucket or unit were taken for the forgotten one, and
+// grant by its time: the bucket of that time for a bounded rate (T/100 wide), the
+// microsecond for the exact ring. After a Reset (then a DEL), grants recorded later in the
+// same bucket or microsecond were taken for the forgotten one, and
 // one of them given back: one request more than the count admitted in a window.
 func TestReleaseAfterReset(t *testing.T) {
 	for _, c := range []releaseAfterReset{
-		{"300/1h", false, 10 * time.Millisecond, 0},       // bounded: a bucket is 36 s
-		{"5/15m", true, time.Millisecond, 0},              // compact: a unit is 50 ms
-		{"5/15m", false, 0, 0},                            // exact: the same microsecond
-		{"2/1s,300/1h", false, 600 * time.Millisecond, 0}, // mixed (decide.lua): its bounded rate
-		{"300/1h", false, -1, 0},                          // the server's clock (TIME), not a test clock's
+		{"300/1h", 10 * time.Millisecond, 0},       // bounded: a bucket is 36 s
+		{"5/15m", 0, 0},                            // exact: the same microsecond
+		{"2/1s,300/1h", 600 * time.Millisecond, 0}, // mixed: its bounded rate
+		{"300/1h", -1, 0},                          // the server's clock (TIME), not a test clock's
 	} {
 		c.run(t)
 	}
@@ -39,41 +38,39 @@ func TestReleaseAfterReset(t *testing.T) {
 // or latest decision ("time never runs backwards for a key": a failover to a node whose
 // clock lags), so when the clock a reset reads is behind the key's, a grant recorded before
 // the reset carried a time later than a fence at TIME: release.lua did not recognise it as
-// forgotten, and gave back a grant made after the reset in the same bucket, unit or
+// forgotten, and gave back a grant made after the reset in the same bucket or
 // microsecond: one request more than the count in a window. Every layout: the test clock
 // steps back 5 s for the reset, as a server's TIME after such a failover.
 func TestResetFencesAtTheKeysClock(t *testing.T) {
 	const back = 5 * time.Second
 	for _, c := range []releaseAfterReset{
-		{"5/15m", false, 0, back},                            // exact1.lua: the same microsecond
-		{"5/1ms,5/15m", false, 0, back},                      // exactn.lua
-		{"5/15m", true, time.Millisecond, back},              // compact1.lua: a unit is 50 ms
-		{"300/1h", false, time.Millisecond, back},            // bounded1.lua: a bucket is 36 s
-		{"500/1h,300/2h", false, time.Millisecond, back},     // boundedn.lua
-		{"2/1s,300/1h", false, 600 * time.Millisecond, back}, // decide.lua: its bounded rate
+		{"5/15m", 0, back},                            // exact: the same microsecond
+		{"5/1ms,5/15m", 0, back},                      // exact, several rates
+		{"300/1h", time.Millisecond, back},            // bounded: a bucket is 36 s
+		{"500/1h,300/2h", time.Millisecond, back},     // bounded, several rates
+		{"2/1s,300/1h", 600 * time.Millisecond, back}, // mixed: its bounded rate
 	} {
 		c.run(t)
 	}
 }
 
 // releaseAfterReset is a case of giving back, after a Reset, a grant the reset forgot: the
-// policy, WithCompact, the test clock's step between decisions (-1: the server's clock),
+// policy, the test clock's step between decisions (-1: the server's clock),
 // and how far the clock steps back for the reset (and forward again after it).
 type releaseAfterReset struct {
-	text    string
-	compact bool
-	step    time.Duration
-	back    time.Duration
+	text string
+	step time.Duration
+	back time.Duration
 }
 
 func (c releaseAfterReset) run(t *testing.T) {
-	name := c.text + map[bool]string{true: "/compact", false: ""}[c.compact] + map[bool]string{true: "/server-clock", false: ""}[c.step < 0]
+	name := c.text + map[bool]string{true: "/server-clock", false: ""}[c.step < 0]
 	t.Run(name, func(t *testing.T) {
 		needRedis(t)
 		ctx := context.Background()
 		// Off a unit's edge (as the server's clock nearly always is).
 		clock := storetest.NewManualClock(time.Unix(1_700_000_000, int64(time.Millisecond)))
-		opts := []redisstore.Option{roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(c.compact)}
+		opts := []redisstore.Option{roomy, redisstore.WithPrefix(freshPrefix(t))}
 		if c.step >= 0 {
 			opts = append(opts, redisstore.WithClock(clock.Now))
 		}
@@ -215,7 +212,7 @@ func proxied(t *testing.T, contextDeadlines bool) (redis.UniversalClient, func(s
 // A give-back runs at most once. go-redis sends a command (or a pipeline) again when its
 // connection ends before the reply (io.EOF is retryable, MaxRetries 3 by default), so a
 // release the server ran, whose reply was lost, ran twice: release.lua gives back cost units
-// from the bucket of the grant's time (bounded) or the entries at its unit (compact),
+// from the bucket of the grant's time (bounded) or the entries at its time (exact),
 // whichever grant they belong to, so two grants came back for one, and one request more
 // than the count was admitted in a window. Each server's connections go through a proxy
 // that drops the connection after the server ran the release, before its reply arrives;
@@ -263,17 +260,14 @@ func TestReleaseRunsOnceWhenItsReplyIsLost(t *testing.T) {
 		},
 	}
 	for name, newClient := range clients {
-		for _, c := range []struct {
-			text    string
-			compact bool
-		}{
-			{"300/1h", false}, // bounded: a bucket is 36 s
-			{"5/15m", true},   // compact: a unit is 50 ms
+		for _, c := range []struct{ text string }{
+			{"300/1h"}, // bounded: a bucket is 36 s
+			{"5/15m"},  // exact: grants at one instant
 		} {
-			t.Run(name+"/"+c.text+map[bool]string{true: "/compact", false: ""}[c.compact], func(t *testing.T) {
+			t.Run(name+"/"+c.text, func(t *testing.T) {
 				ctx := context.Background()
 				client, proxyOf := newClient(t)
-				s := redisstore.New(client, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(c.compact), redisstore.WithDenyCache(false))
+				s := redisstore.New(client, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 				p := mustParse(c.text)
 				n := p.Rates()[0].Count
 				q := core.Query{Policy: p, Scope: "login", Key: "alice"}

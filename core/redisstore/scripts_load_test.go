@@ -9,9 +9,8 @@ import (
 	"github.com/reqlimit/reqlimit/core/redisstore"
 )
 
-// TestScriptsLoad has Redis compile every assembled script: a fragment pasted where its
-// names are not in scope, or a definition that expands to broken Lua, fails here by name
-// rather than as a NOSCRIPT loop or a failed decision.
+// TestScriptsLoad has Redis compile every script: broken Lua fails here by name rather than
+// as a NOSCRIPT loop or a failed decision.
 func TestScriptsLoad(t *testing.T) {
 	needRedis(t)
 	c := newClient(t, standalone)

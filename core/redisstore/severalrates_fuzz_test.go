@@ -67,7 +67,7 @@ func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 	return mustPolicy(rates...)
 }
 
-// TestSeveralRatesAgainstEngine drives exactn.lua and boundedn.lua with random policies
+// TestSeveralRatesAgainstEngine drives exact.lua and bounded.lua with random policies
 // and sequences (bursts, jumps of 99-101 granules, steps back, costs up to the smallest
 // count, Penalty and Peek, three keys, foreign values planted under a key) beside the
 // engine, and wants the same decision every time and, after every recording, the same
@@ -109,7 +109,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 				states := map[string][]int64{}
 				touched := map[string]bool{}
 				for _, k := range keys {
-					states[k] = redisstore.EngineState(p, false)
+					states[k] = redisstore.EngineState(p)
 				}
 				burst := false
 				for step := range steps {
@@ -170,13 +170,13 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						if err := c.Set(context.Background(), store.Key(p, "", key), v, 0).Err(); err != nil {
 							t.Fatal(err)
 						}
-						states[key] = redisstore.EngineState(p, false)
+						states[key] = redisstore.EngineState(p)
 						touched[key] = false
 						if noFreshPeek && mode == core.Peek {
 							mode = core.Enforce
 						}
 					}
-					want, err := redisstore.EngineDecide(p, false, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
+					want, err := redisstore.EngineDecide(p, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -216,12 +216,12 @@ func dumpState(t *testing.T, p *core.Policy, s []int64, v []byte) {
 		return
 	}
 	rd := func(off int) int64 { return int64(binary.LittleEndian.Uint64(v[off : off+8])) }
-	t.Logf("redis last=%d", rd(0))
+	t.Logf("redis last=%d", rd(2))
 	for j := range nr {
 		b := s[1+j*105 : 1+(j+1)*105]
 		t.Logf("engine rate %d: lo=%d sum=%d newest=%d last=%d counts=%v", j, b[0], b[1], b[2], b[3], b[4:])
-		h := 15 + 24*j
-		at := 15 + 24*nr + j*101*8
+		h := boundedBlock(j)
+		at := h + 24
 		var cs []int64
 		for i := range 101 {
 			cs = append(cs, rd(at+8*i))
@@ -268,19 +268,23 @@ func compareState(p *core.Policy, s []int64, v []byte) string {
 	}
 	for j := range nr {
 		b := s[1+j*105 : 1+(j+1)*105]
-		h := 15 + 24*j
+		h := boundedBlock(j)
 		if rd(h, 8) != b[0] || rd(h+8, 8) != b[1] || rd(h+16, 8) != b[2] {
 			return fmt.Sprintf("rate %d header", j)
 		}
-		at := 15 + 24*nr + j*101*8
+		at := h + 24
 		for i := range 101 {
 			if rd(at+8*i, 8) != b[4+i] {
 				return fmt.Sprintf("rate %d slot %d: %d vs %d", j, i, rd(at+8*i, 8), b[4+i])
 			}
 		}
 	}
-	if rd(0, 8)*1000 != s[1+3] {
+	if rd(2, 8)*1000 != s[1+3] {
 		return "last"
 	}
 	return ""
 }
+
+// boundedBlock is where bounded.lua keeps bounded rate j's [lo][sum][newest][counts]: after
+// the key's [I2 w][i8 last][i7 E], a block of 3+101 int64s a rate.
+func boundedBlock(j int) int { return 17 + j*(3+101)*8 }

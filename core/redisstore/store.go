@@ -11,6 +11,7 @@ package redisstore
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -35,20 +36,24 @@ const DefaultPrefix = "reqlimit:"
 // fail-open, fail-closed or local-fallback policy decide.
 const DefaultTimeout = 100 * time.Millisecond
 
-// The scripts are shared by every Store: assembled once from their templates and
-// fragments (see scripts.go), their SHA-1s computed once, in Go.
-// exact1Script serves the policies of one exact rate (compact1Script under WithCompact),
-// exactNScript those of several exact rates, bounded1Script those of one bounded rate,
-// boundedNScript those of several bounded rates, decideScript those that mix the two.
+// The scripts are shared by every Store, their SHA-1s computed once, in Go: exactScript
+// decides the policies whose rates are all exact, boundedScript those with a bounded
+// rate; releaseScript and resetScript serve both layouts, told where the fields are by
+// the plan (see layoutOf).
 var (
-	decideScript   = redis.NewScript(decideSrc)
-	exact1Script   = redis.NewScript(exact1Src)
-	compact1Script = redis.NewScript(compact1Src)
-	bounded1Script = redis.NewScript(bounded1Src)
-	exactNScript   = redis.NewScript(exactNSrc)
-	boundedNScript = redis.NewScript(boundedNSrc)
-	releaseScript  = redis.NewScript(releaseSrc)
-	resetScript    = redis.NewScript(resetSrc)
+	//go:embed exact.lua
+	exactSrc string
+	//go:embed bounded.lua
+	boundedSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed reset.lua
+	resetSrc string
+
+	exactScript   = redis.NewScript(exactSrc)
+	boundedScript = redis.NewScript(boundedSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	resetScript   = redis.NewScript(resetSrc)
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
@@ -60,7 +65,6 @@ type Store struct {
 	timeout time.Duration
 	clock   func() time.Time
 	deny    *denyCache
-	compact bool
 	// guard sends from a goroutine so that the deadline holds even when the client
 	// ignores context deadlines on the socket (go-redis's ContextTimeoutEnabled is false).
 	guard   bool
@@ -126,15 +130,6 @@ func WithDenyCache(on bool) Option {
 		}
 	}
 }
-
-// WithCompact keeps a policy of one exact rate N per T (N up to 256, the common case; T
-// above 16.384 ms) in 2 bytes a grant rather than 7, as core.MemoryConfig.Compact does in
-// memory and with the same answers: times are in units of at most T/13107, rounded so
-// that the limit stays strict, and a freed slot is granted again, and waits are reported,
-// up to two units later than the exact log's. Its keys are apart from those of a store without it, so processes
-// that share a limit must agree on it. Other policies are kept as without it. Use it when
-// keys are many; docs/redis.md has the layout and what it saves.
-func WithCompact(on bool) Option { return func(s *Store) { s.compact = on } }
 
 // WithClock makes the script take its time from now, not from the Redis server. It is
 // FOR TESTS AND SIMULATIONS ONLY: several processes with their own clocks would disagree
@@ -232,14 +227,25 @@ func hashOf(layout string, p *core.Policy, scope, key string) [16]byte {
 	return [16]byte(sum[:16])
 }
 
-// layout names the generation of the scripts' value layouts, and is part of every key: a
-// release that changes a layout changes it, so that its scripts never misread a value an
+// The generations of the scripts' value layouts, part of every key: a release that
+// changes a layout changes its generation, so that its scripts never misread a value an
 // older release wrote (a misread ring could admit a request too many). During a rolling
 // upgrade across such a change, old and new processes then count in separate buckets
-// until the old ones are gone; see docs/redis.md. compactLayout is compact1.lua's.
+// until the old ones are gone; see docs/redis.md. exact.lua keeps the layout of the exact
+// scripts before it.
 const (
-	layout        = "reqlimit-layout-4"
-	compactLayout = "reqlimit-compact-1"
+	exactLayout   = "reqlimit-layout-4"
+	boundedLayout = "reqlimit-layout-5"
+)
+
+// Where the fields of a key's value are, in bytes: the layouts of exact.lua and
+// bounded.lua, named here once and passed to every script that reads them.
+const (
+	exactHead   = 9  // [I2 w] [i7 E], then an [I2 b] per rate
+	boundedHead = 17 // [I2 w] [i8 last] [i7 E]
+	lastAt      = 3  // bounded.lua's last, from 1 (as Lua's struct.unpack counts)
+	slots       = bounds.Buckets + 1
+	blockLen    = (3 + slots) * 8 // a bounded rate's [i8 lo] [i8 sum] [i8 newest] [i8 counts x slots]
 )
 
 var errNilPolicy = errors.New("redisstore: query has no policy")
@@ -374,41 +380,13 @@ func longestMillis(p *core.Policy) int64 {
 	return int64((l + time.Millisecond - 1) / time.Millisecond)
 }
 
-// releaseArgs packs release.lua's ARGV: the layout's kind (by the script that decides p),
-// the grant, its cost, the ring's length, the number of rates and of bounded rates, and
-// each bounded rate's granule.
+// releaseArgs packs release.lua's ARGV: the grant, its cost, then where the key's fields
+// are (plan.fields).
 func releaseArgs(pl *plan, grant int64, cost int) []byte {
-	var kind int64
-	switch pl.script {
-	case exact1Script:
-		kind = 1
-	case exactNScript:
-		kind = 2
-	case bounded1Script:
-		kind = 3
-	case boundedNScript:
-		kind = 4
-	case compact1Script:
-		kind = 6
-		grant /= pl.unit // the start of the unit the script recorded, as it replied
-	default:
-		kind = 5
-	}
-	var logLen int64
-	var grans []int64
-	for _, r := range pl.rates {
-		if exact(r) {
-			logLen = max(logLen, int64(r.Count))
-		} else {
-			grans = append(grans, granuleOf(micros(r.Period)))
-		}
-	}
-	// Last, the microseconds the grant counts in: a compact key's unit, else 1.
-	b := make([]byte, 0, 8*(7+len(grans)))
-	for _, x := range append(append([]int64{kind, grant, int64(cost), logLen, int64(len(pl.rates)), int64(len(grans))}, grans...), max(pl.unit, 1)) {
-		b = binary.LittleEndian.AppendUint64(b, uint64(x))
-	}
-	return b
+	b := make([]byte, 0, 16+len(pl.fields))
+	b = binary.LittleEndian.AppendUint64(b, uint64(grant))
+	b = binary.LittleEndian.AppendUint64(b, uint64(cost))
+	return append(b, pl.fields...)
 }
 
 // eval runs the script by its digest and sends its text when the server lacks it (after a
@@ -460,8 +438,7 @@ func isNoScript(err error) bool {
 	return strings.HasPrefix(msg, "NOSCRIPT")
 }
 
-// args builds the script's ARGV: packed little-endian int64s (and, for decide.lua, their
-// struct format). Binary rather than decimal text because converting strings to numbers is
+// args builds the script's ARGV: packed little-endian int64s. Binary rather than decimal text because converting strings to numbers is
 // one of the dearest steps in Redis's Lua. The policy's part is built once per policy
 // (see plan).
 func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
@@ -477,10 +454,7 @@ func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 	binary.LittleEndian.PutUint64(b[24:], uint64(mode))
 	binary.LittleEndian.PutUint64(b[32:], uint64(expire))
 	copy(b[40:], pl.tail)
-	if pl.format == "" {
-		return []any{b}
-	}
-	return []any{b, pl.format}
+	return []any{b}
 }
 
 // A plan is a policy's part of the script's arguments, and the script that decides it.
@@ -488,20 +462,19 @@ type plan struct {
 	// rates are the policy's, copied once: a decision reads them without a copy of its own.
 	rates  []core.Rate
 	script *redis.Script
-	// expire is the fifth argument: for decide.lua and the bounded scripts 1 (set the
-	// expiry); for exact1.lua, compact1.lua and exactn.lua the expiry after a grant in
-	// milliseconds, the (longest) period rounded up.
+	// expire is the fifth argument: for exact.lua the expiry after a grant in
+	// milliseconds, the longest period rounded up; for bounded.lua 1 (keep an expiry).
 	expire int64
-	// tail: for decide.lua L, bounds.Buckets, the number of rates, then count, period,
-	// granule of each; for exact1.lua the count and the period; for compact1.lua the
-	// count, the period in units rounded up and the unit; for exactn.lua L, the
-	// number of rates, then count and period of each; for bounded1.lua the count, the
-	// period and the granule; for boundedn.lua the number of rates, then those three of
-	// each.
+	// tail is the rest: for exact.lua L, the number of rates, then count and period of
+	// each; for bounded.lua L, the number of rates and of bounded ones, the buckets'
+	// slots, the ring's first byte, then count, period and granule (0: exact) of each.
 	tail   []byte
-	format string // decide.lua's struct format of all the arguments; empty for the lean scripts
 	layout string // the generation of the value's layout, part of every key's name
-	unit   int64  // compact1.lua's: the microseconds its grant times count in
+	// fields is where the value's fields are, for release.lua and reset.lua: L, the ring's
+	// first byte, 1 if the ring has all L slots (bounded.lua's), the byte of the latest
+	// decision's time (0: none), the buckets' slots, the number of bounded rates, then
+	// each one's block's first byte and granule.
+	fields []byte
 }
 
 // maxPlans bounds the per-policy cache; an application with more policies than this
@@ -514,7 +487,7 @@ func (s *Store) plan(p *core.Policy) *plan {
 		return v.(*plan)
 	}
 	rates := p.Rates()
-	pl := newPlan(rates, s.compact)
+	pl := newPlan(rates)
 	pl.rates = rates
 	if s.nplans.Add(1) <= maxPlans {
 		s.plans.Store(p, pl)
@@ -522,94 +495,50 @@ func (s *Store) plan(p *core.Policy) *plan {
 	return pl
 }
 
-// newPlan builds the plan of a policy of rates, compact under WithCompact. Periods go in
-// whole microseconds, rounded up: the server clock counts microseconds, and a longer
-// window can only be stricter.
-func newPlan(rates []core.Rate, compact bool) *plan {
-	pl := planOf(rates, compact)
-	if pl.layout == "" {
-		pl.layout = layout
-	}
-	return pl
-}
-
-func planOf(rates []core.Rate, compact bool) *plan {
-	n := len(rates)
-	if r := rates[0]; n == 1 && exact(r) && compact && bounds.Unit(int64(r.Period))%1000 == 0 {
-		// One exact rate, compact: times in units of bounds.Unit(T), a whole number of
-		// microseconds for periods above 16.384 ms (shorter ones keep exact1.lua's log:
-		// their units would be finer than the server's clock), the expiry as exact1.lua's.
-		us := micros(r.Period)
-		u := bounds.Unit(int64(r.Period)) / 1000
-		pl := &plan{script: compact1Script, expire: max(1, (us+999)/1000), layout: compactLayout, unit: u}
-		for _, x := range []int64{int64(r.Count), (us + u - 1) / u, u} {
-			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
-		}
-		return pl
-	}
-	if r := rates[0]; n == 1 && exact(r) {
-		// One exact rate: the lean script. Its expiry after a grant is FullReset, which is
-		// then the period (the newest grant is now), in milliseconds rounded up.
-		us := micros(r.Period)
-		pl := &plan{script: exact1Script, expire: max(1, (us+999)/1000)}
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(us))
-		return pl
-	}
-	if r := rates[0]; n == 1 {
-		// One bounded rate: the lean script, which keeps its own expiry (1: set one).
-		us := micros(r.Period)
-		pl := &plan{script: bounded1Script, expire: 1}
-		for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
-			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
-		}
-		return pl
-	}
-	logLen, allExact, longest := 0, true, int64(0)
+// newPlan builds the plan of a policy of rates. Periods go in whole microseconds, rounded
+// up: the server clock counts microseconds, and a longer window can only be stricter.
+func newPlan(rates []core.Rate) *plan {
+	logLen, longest := int64(0), int64(0)
+	var grans []int64 // the bounded rates'
 	for _, r := range rates {
+		us := micros(r.Period)
+		longest = max(longest, us)
 		if exact(r) {
-			logLen = max(logLen, r.Count)
+			logLen = max(logLen, int64(r.Count))
 		} else {
-			allExact = false
+			grans = append(grans, granuleOf(us))
 		}
-		longest = max(longest, micros(r.Period))
 	}
-	if allExact {
-		// Several exact rates: the lean script for them, one ring of logLen entries. Its
-		// expiry after a grant is the longest period, in milliseconds rounded up.
-		pl := &plan{script: exactNScript, expire: max(1, (longest+999)/1000)}
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(logLen))
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
-		for _, r := range rates {
-			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(r.Count))
-			pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(micros(r.Period)))
+	put := func(b []byte, xs ...int64) []byte {
+		for _, x := range xs {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
 		}
+		return b
+	}
+	if len(grans) == 0 {
+		// The expiry after a grant is the longest period, in milliseconds rounded up.
+		pl := &plan{script: exactScript, expire: max(1, (longest+999)/1000), layout: exactLayout}
+		ring := int64(exactHead + 2*len(rates))
+		pl.tail = put(nil, logLen, int64(len(rates)))
+		for _, r := range rates {
+			pl.tail = put(pl.tail, int64(r.Count), micros(r.Period))
+		}
+		pl.fields = put(nil, logLen, ring, 0, 0, slots, 0)
 		return pl
 	}
-	if logLen == 0 {
-		// Several bounded rates: the lean script for them, which keeps its own expiry.
-		pl := &plan{script: boundedNScript, expire: 1}
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(n))
-		for _, r := range rates {
-			us := micros(r.Period)
-			for _, x := range []int64{int64(r.Count), us, granuleOf(us)} {
-				pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
-			}
-		}
-		return pl
-	}
-	vals := []int64{int64(logLen), bounds.Buckets, int64(n)}
+	ring := int64(boundedHead + blockLen*len(grans))
+	pl := &plan{script: boundedScript, expire: 1, layout: boundedLayout}
+	pl.tail = put(nil, logLen, int64(len(rates)), int64(len(grans)), slots, ring)
 	for _, r := range rates {
-		us := micros(r.Period)
-		g := int64(0)
+		us, g := micros(r.Period), int64(0)
 		if !exact(r) {
 			g = granuleOf(us)
 		}
-		vals = append(vals, int64(r.Count), us, g)
+		pl.tail = put(pl.tail, int64(r.Count), us, g)
 	}
-	pl := &plan{script: decideScript, expire: 1, format: "<" + strings.Repeat("i8", 5+len(vals))}
-	for _, x := range vals {
-		pl.tail = binary.LittleEndian.AppendUint64(pl.tail, uint64(x))
+	pl.fields = put(nil, logLen, ring, 1, lastAt, slots, int64(len(grans)))
+	for j, g := range grans {
+		pl.fields = put(pl.fields, int64(boundedHead+blockLen*j), g)
 	}
 	return pl
 }

@@ -37,29 +37,20 @@ func TestConformance(t *testing.T) {
 	}
 	for name, newC := range clients {
 		t.Run(name, func(t *testing.T) {
-			// WithCompact rounds times to units of at most T/13107: two of them bound how
-			// much later than exact it may report or re-grant (the suite's windows stay
-			// under a second, units under 100 µs).
-			for _, compact := range []bool{false, true} {
-				var rounding time.Duration
-				if compact {
-					rounding = 2 * 100 * time.Microsecond
-				}
-				t.Run(fmt.Sprintf("ServerTime/compact=%v", compact), func(t *testing.T) {
-					t.Parallel()
-					storetest.Run(t, func(t *testing.T) storetest.Harness {
-						s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithCompact(compact))
-						return storetest.Harness{Store: s, Rounding: rounding}
-					})
+			t.Run("ServerTime", func(t *testing.T) {
+				t.Parallel()
+				storetest.Run(t, func(t *testing.T) storetest.Harness {
+					s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)))
+					return storetest.Harness{Store: s}
 				})
-				t.Run(fmt.Sprintf("VirtualClock/compact=%v", compact), func(t *testing.T) {
-					storetest.Run(t, func(t *testing.T) storetest.Harness {
-						clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
-						s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now), redisstore.WithCompact(compact))
-						return storetest.Harness{Store: s, Advance: func(d time.Duration) { clock.Advance(d) }, Rounding: rounding}
-					})
+			})
+			t.Run("VirtualClock", func(t *testing.T) {
+				storetest.Run(t, func(t *testing.T) storetest.Harness {
+					clock := storetest.NewManualClock(time.Unix(1_700_000_000, 0))
+					s := redisstore.New(newC(t), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now))
+					return storetest.Harness{Store: s, Advance: func(d time.Duration) { clock.Advance(d) }}
 				})
-			}
+			})
 		})
 	}
 }
@@ -73,18 +64,12 @@ func TestMatchesEngine(t *testing.T) {
 	// land exactly on window edges (an entry exactly T old has left the window), which
 	// random microseconds almost never do.
 	// In bursts, most steps take no time, so that large counts fill and refuse too.
-	// Compact (WithCompact) changes only policies of one exact rate: against the engine's
-	// compact log, in units of the rate's, with random microseconds rounded.
-	variants := []struct{ deny, grid, burst, compact bool }{{false, false, false, false}, {true, false, false, false}, {false, true, false, false}, {false, false, true, false},
-		{false, false, false, true}, {true, false, false, true}, {false, true, false, true}, {false, false, true, true}}
+	variants := []struct{ deny, grid, burst bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, false, true}}
 	for _, variant := range variants {
-		deny, grid, burst, compact := variant.deny, variant.grid, variant.burst, variant.compact
+		deny, grid, burst := variant.deny, variant.grid, variant.burst
 		for _, text := range policies {
 			p := mustParse(text)
-			if rates := p.Rates(); compact && (len(rates) > 1 || !exact(rates[0])) {
-				continue
-			}
-			t.Run(fmt.Sprintf("%s/deny=%v/grid=%v/burst=%v/compact=%v", text, deny, grid, burst, compact), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/deny=%v/grid=%v/burst=%v", text, deny, grid, burst), func(t *testing.T) {
 				rates := p.Rates()
 				minCount, shortest := rates[0].Count, rates[0].Period
 				bounded := false
@@ -97,8 +82,8 @@ func TestMatchesEngine(t *testing.T) {
 				start := time.Unix(1_700_000_000, 0)
 				clock := storetest.NewManualClock(start)
 				store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)),
-					redisstore.WithClock(clock.Now), redisstore.WithDenyCache(deny), redisstore.WithCompact(compact))
-				states := map[string][]int64{"a": redisstore.EngineState(p, compact), "b": redisstore.EngineState(p, compact)}
+					redisstore.WithClock(clock.Now), redisstore.WithDenyCache(deny))
+				states := map[string][]int64{"a": redisstore.EngineState(p), "b": redisstore.EngineState(p)}
 				// Grants admitted in Enforce mode, some given back later (as a limit
 				// counting by outcome does), often after later grants: the engine's
 				// name for each and the store's.
@@ -114,7 +99,7 @@ func TestMatchesEngine(t *testing.T) {
 						i := rng.IntN(len(grants))
 						g := grants[i]
 						grants = append(grants[:i], grants[i+1:]...)
-						redisstore.EngineRelease(p, compact, states[g.key], g.engine, g.cost)
+						redisstore.EngineRelease(p, states[g.key], g.engine, g.cost)
 						if err := store.Release(context.Background(), core.Query{Policy: p, Key: g.key, Cost: g.cost}, g.redis); err != nil {
 							t.Fatalf("step %d: Release: %v", step, err)
 						}
@@ -148,7 +133,7 @@ func TestMatchesEngine(t *testing.T) {
 						key = "b"
 					}
 					cost, mode := randomAsk(rng, 4, 0, min(minCount, 4), 10) // cost 0 counts as 1
-					want, err := redisstore.EngineDecide(p, compact, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
+					want, err := redisstore.EngineDecide(p, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -610,11 +595,10 @@ func TestMemoryUsage(t *testing.T) {
 	// key's name is part of what MEMORY USAGE counts.
 	c := newClient(t, ownServer(t))
 	for _, tc := range []struct {
-		policy  string
-		compact bool
-		max     int64
-	}{{"100/1m", false, 1000}, {"3/1m", false, 200}, {"100/1m", true, 350}, {"3/1m", true, 128}} {
-		s := redisstore.New(c, roomy, redisstore.WithDenyCache(false), redisstore.WithCompact(tc.compact))
+		policy string
+		max    int64
+	}{{"100/1m", 1000}, {"3/1m", 200}} {
+		s := redisstore.New(c, roomy, redisstore.WithDenyCache(false))
 		p := mustParse(tc.policy)
 		q := core.Query{Policy: p, Key: "192.0.2.77", Scope: "GET /user/{id}"}
 		// The expiry has run down since the last grant's call began, no longer.
@@ -630,16 +614,15 @@ func TestMemoryUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s (compact %v) after %d grants: MEMORY USAGE %d bytes", tc.policy, tc.compact, p.Rates()[0].Count, n)
+		t.Logf("%s after %d grants: MEMORY USAGE %d bytes", tc.policy, p.Rates()[0].Count, n)
 		if n > tc.max {
-			t.Errorf("%s (compact %v): MEMORY USAGE %d bytes, want at most %d", tc.policy, tc.compact, n, tc.max)
+			t.Errorf("%s: MEMORY USAGE %d bytes, want at most %d", tc.policy, n, tc.max)
 		}
 		// Expiry is cleanup only: at least the window after the newest grant, at most
-		// twice that (it is renewed only when less than one window is left), plus, in
-		// compact units (2 ms for a minute), the unit the grant was rounded up within.
+		// twice that (it is renewed only when less than one window is left).
 		ttl, err := c.PTTL(ctx, key).Result()
 		if lo := time.Minute - time.Since(since) - time.Millisecond; err != nil || ttl < lo || ttl > 2*time.Minute+4*time.Millisecond {
-			t.Errorf("%s (compact %v): PTTL %v (%v), want between %v and 2m", tc.policy, tc.compact, ttl, err, lo)
+			t.Errorf("%s: PTTL %v (%v), want between %v and 2m", tc.policy, ttl, err, lo)
 		}
 	}
 }
@@ -651,12 +634,10 @@ func TestExpiryOutlivesGrants(t *testing.T) {
 	needRedis(t)
 	ctx := context.Background()
 	c := newClient(t, standalone)
-	// Every lean script (compact1.lua for the compact store's one exact rate); T is each
-	// policy's longest period, which the key must outlive.
-	for _, policy := range []string{"2/100ms", "5/100ms", "300/100ms", "2/100ms,3/50ms", "300/100ms,500/50ms", "compact 2/100ms", "compact 5/100ms"} {
-		compact := strings.HasPrefix(policy, "compact ")
-		s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false), redisstore.WithCompact(compact))
-		p := mustParse(strings.TrimPrefix(policy, "compact "))
+	// Every script; T is each policy's longest period, which the key must outlive.
+	for _, policy := range []string{"2/100ms", "5/100ms", "300/100ms", "2/100ms,3/50ms", "300/100ms,500/50ms", "2/100ms,300/50ms"} {
+		s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+		p := mustParse(policy)
 		q := core.Query{Policy: p, Key: "192.0.2.8"}
 		key := s.Key(p, q.Scope, q.Key)
 		const T = 100 * time.Millisecond
@@ -705,9 +686,9 @@ func TestExpiryOutlivesGrants(t *testing.T) {
 func TestExpiryAfterServerClockStepBack(t *testing.T) {
 	needRedis(t)
 	c := newClient(t, standalone)
-	for _, text := range []string{"5/400ms", "300/400ms", "compact 5/400ms"} {
+	for _, text := range []string{"5/400ms", "300/400ms"} {
 		for attempt := 1; ; attempt++ {
-			admitted, why := clockStepBack(t, c, mustParse(strings.TrimPrefix(text, "compact ")), strings.HasPrefix(text, "compact "))
+			admitted, why := clockStepBack(t, c, mustParse(text))
 			if why == "" {
 				if admitted {
 					t.Errorf("%s: the whole quota admitted while the grants that filled the window still counted: the key expired early", text)
@@ -726,12 +707,12 @@ func TestExpiryAfterServerClockStepBack(t *testing.T) {
 // it), fills the window 560ms after the start, and at 860ms asks for the whole quota. It
 // reports whether that was admitted, or why the answer says nothing: the grant came too
 // late to be clamped, or the ask too late for the window's grants to count.
-func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy, compact bool) (admitted bool, void string) {
+func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy) (admitted bool, void string) {
 	ctx := context.Background()
 	le := func(b []byte, v int64, n int) []byte {
 		return append(b, binary.LittleEndian.AppendUint64(nil, uint64(v))[:n]...)
 	}
-	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false), redisstore.WithCompact(compact))
+	s := redisstore.New(c, roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 	key := s.Key(p, "", "k")
 	st, err := c.Time(ctx).Result()
 	if err != nil {
@@ -740,17 +721,12 @@ func clockStepBack(t *testing.T, c redis.UniversalClient, p *core.Policy, compac
 	const ahead = 200 * time.Millisecond
 	newest := st.Add(ahead).UnixMicro()
 	var v []byte
-	if compact { // compact1.lua: [I2 w][i7 E][I2 b][i7 O] then the ring, offsets from O in units
-		us := p.Rates()[0].Period.Microseconds()
-		u := bounds.Unit(int64(p.Rates()[0].Period)) / 1000
-		span, unit := (us+u-1)/u, (newest+u-1)/u
-		v = le(le(le(le(le(nil, 1, 2), 0, 7), 0, 2), unit-span-1, 7), span+1, 2)
-	} else if exact(p.Rates()[0]) { // exact1.lua: [I2 w][i7 E][I2 b] then the ring
+	if exact(p.Rates()[0]) { // exact.lua: [I2 w][i7 E][I2 b] then the ring
 		v = le(le(le(le(nil, 1, 2), 0, 7), 0, 2), newest, 7)
-	} else { // bounded1.lua: [i8 last][i8 lo][i8 sum][i8 newest][i7 E] then 101 counts
+	} else { // bounded.lua: [I2 w][i8 last][i7 E], then [i8 lo][i8 sum][i8 newest] and 101 counts
 		g := p.Rates()[0].Period.Microseconds() / bounds.Buckets
 		k := newest / g // one grant in the newest bucket
-		v = le(le(le(le(le(nil, newest, 8), k-100, 8), 1, 8), k, 8), 0, 7)
+		v = le(le(le(le(le(le(nil, 0, 2), newest, 8), 0, 7), k, 8), 1, 8), k, 8)
 		counts := make([]byte, 8*(bounds.Buckets+1))
 		counts[8*(k%(bounds.Buckets+1))] = 1
 		v = append(v, counts...)
@@ -823,7 +799,7 @@ func TestSameMicrosecondFromTwoClients(t *testing.T) {
 }
 
 // TestBoundedRetryAfterPenaltyJump: found in review. A Penalty refusal recorded in a bucket
-// more than one past the newest made boundedn.lua count, in its RetryAfter, a bucket
+// more than one past the newest made the bounded script count, in its RetryAfter, a bucket
 // dropped in the same call (it shares a slot with a bucket 101 later): RetryAfter came
 // out 100 ms where the engine says 101 ms.
 func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
@@ -832,14 +808,14 @@ func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	clock := storetest.NewManualClock(start)
 	store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now), redisstore.WithDenyCache(false))
-	state := redisstore.EngineState(p, false)
+	state := redisstore.EngineState(p)
 	for _, s := range []struct {
 		at   time.Duration
 		cost int
 		mode core.Mode
 	}{{0, 600, core.Enforce}, {50 * time.Millisecond, 400, core.Enforce}, {102 * time.Millisecond, 700, core.Penalty}} {
 		clock.Advance(start.Add(s.at).Sub(clock.Now()))
-		want, err := redisstore.EngineDecide(p, false, state, clock.Now().UnixNano(), s.cost, s.mode)
+		want, err := redisstore.EngineDecide(p, state, clock.Now().UnixNano(), s.cost, s.mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -992,8 +968,8 @@ func TestExpiryReachesTheWindowsEndWhenTheKeyClockLeads(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, standalone)
 	const ahead = 400 * time.Millisecond
-	for _, text := range []string{"3/1s", "300/1s", "3/1s,5/1s", "300/1s,500/1s", "3/1s,300/1s", "compact 3/1s"} {
-		p, compact := mustParse(strings.TrimPrefix(text, "compact ")), strings.HasPrefix(text, "compact ")
+	for _, text := range []string{"3/1s", "300/1s", "3/1s,5/1s", "300/1s,500/1s", "3/1s,300/1s"} {
+		p := mustParse(text)
 		for attempt := 1; ; attempt++ {
 			prefix := redisstore.WithPrefix(freshPrefix(t))
 			st, err := c.Time(ctx).Result()
@@ -1001,9 +977,9 @@ func TestExpiryReachesTheWindowsEndWhenTheKeyClockLeads(t *testing.T) {
 				t.Fatal(err)
 			}
 			planted := st.Add(ahead)
-			planter := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false), redisstore.WithCompact(compact),
+			planter := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false),
 				redisstore.WithClock(func() time.Time { return planted }))
-			s := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false), redisstore.WithCompact(compact))
+			s := redisstore.New(c, roomy, prefix, redisstore.WithDenyCache(false))
 			q := core.Query{Policy: p, Key: "k"}
 			if d, err := planter.Decide(ctx, q); err != nil || !d.Allowed {
 				t.Fatalf("%s: planting: %+v %v", text, d, err)
@@ -1012,7 +988,7 @@ func TestExpiryReachesTheWindowsEndWhenTheKeyClockLeads(t *testing.T) {
 			if err != nil || !d.Allowed {
 				t.Fatalf("%s: %+v %v", text, d, err)
 			}
-			if d.Grant < planted.UnixMicro() { // a compact grant is rounded up to its unit
+			if d.Grant < planted.UnixMicro() {
 				if attempt == 3 {
 					t.Fatalf("%s: in %d attempts the server's clock passed the planted time before the decision", text, attempt)
 				}
@@ -1033,4 +1009,20 @@ func TestExpiryReachesTheWindowsEndWhenTheKeyClockLeads(t *testing.T) {
 			break
 		}
 	}
+}
+
+// randomAsk returns a random request: one in costOneIn costs from lo to hi (else 1), one
+// in modeOneIn is Penalty and another Peek (else Enforce).
+func randomAsk(rng *rand.Rand, costOneIn, lo, hi, modeOneIn int) (int, core.Mode) {
+	cost := 1
+	if rng.IntN(costOneIn) == 0 {
+		cost = lo + rng.IntN(hi-lo+1)
+	}
+	switch rng.IntN(modeOneIn) {
+	case 0:
+		return cost, core.Penalty
+	case 1:
+		return cost, core.Peek
+	}
+	return cost, core.Enforce
 }

@@ -26,23 +26,3 @@ const LargestInt = min(LargestCount, math.MaxInt)
 // ShortestPeriod is the shortest period a limit accepts without core.WithShortPeriods: a
 // shorter one is nearly always a missing unit (Limit(3, 60) is 3 per 60 nanoseconds).
 const ShortestPeriod = time.Millisecond
-
-// CompactSpan is the most units a compact log puts in one period: grant times are 16-bit
-// offsets from a base, and twice the period must fit before the base has to move.
-const CompactSpan = 1 << 15
-
-// Unit returns the unit, in nanoseconds, that a compact log keeps grant times in for a
-// period: the smallest of 1, 2 and 5 times a power of ten nanoseconds that puts at most
-// CompactSpan units in the period. Whole seconds and milliseconds stay whole, so times a
-// clock gives in round figures are not rounded. Above 16.384 ms it is a whole number of
-// microseconds, which the Redis store needs (its clock counts microseconds).
-func Unit(period int64) int64 {
-	least := (period + CompactSpan - 1) / CompactSpan
-	for u := int64(1); ; u *= 10 {
-		for _, m := range [...]int64{1, 2, 5} {
-			if m*u >= least {
-				return m * u
-			}
-		}
-	}
-}

@@ -121,9 +121,9 @@ var (
 // engine decision for decision (the Redis scripts): policy is a *core.Policy, the decision a
 // core.Decision, mode a core.Mode.
 var (
-	NewState     func(policy any, compact bool) []int64
-	DecideState  func(policy any, compact bool, state []int64, now int64, cost int, mode uint8) (decision any, err error)
-	ReleaseState func(policy any, compact bool, state []int64, grant int64, cost int)
+	NewState     func(policy any) []int64
+	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
+	ReleaseState func(policy any, state []int64, grant int64, cost int)
 )
 
 // RunAhead is set by package core when it is initialized, for benchmarks of the admitted

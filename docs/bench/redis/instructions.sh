@@ -12,7 +12,7 @@ N=${N:-2000}
 PORT=${PORT:-6397}
 cd "$(dirname "$0")"
 go build -o /tmp/reqlimit-instructions ./instructions
-cases=${*:-hot100 hot256 bounded multi-exact multi-bounded fresh many hot100-compact hot256-compact fresh-compact many-compact rr-hot rr-fresh rr-many}
+cases=${*:-hot100 hot256 bounded multi-exact multi-bounded mixed fresh fresh-bounded many rr-hot rr-fresh rr-many}
 
 count() { # case decisions -> instructions of the whole server run
 	out=$(mktemp -d)

@@ -55,17 +55,14 @@ var cases = map[string]func(*redis.Client) func(context.Context, int) (bool, err
 	"hot100":  reqlimitHot("100/20ms"),
 	"hot256":  reqlimitHot("256/20ms"),
 	"bounded": reqlimitHot("1000000000/1s"),
-	// Several rates per route, hot (exactn.lua, boundedn.lua): two exact, two bounded.
+	// Several rates per route, hot: two exact, two bounded, one of each.
 	"multi-exact":   reqlimitHot("100/10ms,200/50ms"),
 	"multi-bounded": reqlimitHot("1000/100ms,5000/1s"),
+	"mixed":         reqlimitHot("100/10ms,1000000/1s"),
 	"fresh":         reqlimitKeys("100/1m", 0),
+	"fresh-bounded": reqlimitKeys("1000/1m", 0),
 	// many: 700 keys in turn, each decided about three times in 2,000 (a young ring).
 	"many": reqlimitKeys("100/1m", 700),
-	// The same one-rate cases with WithCompact (compact1.lua).
-	"hot100-compact": reqlimitHot("100/20ms", redisstore.WithCompact(true)),
-	"hot256-compact": reqlimitHot("256/20ms", redisstore.WithCompact(true)),
-	"fresh-compact":  reqlimitKeys("100/1m", 0, redisstore.WithCompact(true)),
-	"many-compact":   reqlimitKeys("100/1m", 700, redisstore.WithCompact(true)),
 	"rr-many": func(c *redis.Client) func(context.Context, int) (bool, error) {
 		l := redis_rate.NewLimiter(c)
 		return func(ctx context.Context, i int) (bool, error) {
@@ -116,7 +113,7 @@ func reqlimitKeys(policy string, keys int, opts ...redisstore.Option) func(*redi
 }
 
 func names() []string {
-	return []string{"hot100", "hot256", "bounded", "multi-exact", "multi-bounded", "fresh", "many", "rr-hot", "rr-fresh", "rr-many"}
+	return []string{"hot100", "hot256", "bounded", "multi-exact", "multi-bounded", "mixed", "fresh", "fresh-bounded", "many", "rr-hot", "rr-fresh", "rr-many"}
 }
 
 // mustParse parses one of the cases' policies, which are all valid.
