@@ -10,9 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
+	"github.com/reqlimit/reqlimit/internal/nocopy"
 )
 
 // setHeaders writes v's rate-limit fields in the configured style. A refusal also gets
@@ -85,7 +85,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 			} else {
 				buf = fieldBufs.Get().(*[fieldBufLen]byte)
 				b := l.appendRateLimit(buf[:0], d, l.rateNames)
-				field = unsafe.String(unsafe.SliceData(b), len(b))
+				field = nocopy.String(b)
 			}
 			if a, ok := h.(hook.HeaderAdder); ok {
 				l.addMembers(a, d, field)
@@ -280,12 +280,12 @@ func (l *limiter) boxedField(d *Decision) *[1]string {
 		case n <= fieldBufLen/2:
 			box := new(smallBoxedField)
 			m.put(box.b[:n])
-			box.v[0] = unsafe.String(&box.b[0], n)
+			box.v[0] = nocopy.String(box.b[:n])
 			return &box.v
 		case n <= fieldBufLen:
 			box := new(boxedField)
 			m.put(box.b[:n])
-			box.v[0] = unsafe.String(&box.b[0], n)
+			box.v[0] = nocopy.String(box.b[:n])
 			return &box.v
 		}
 	}

@@ -74,7 +74,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
@@ -82,6 +81,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/fastheader"
+	"github.com/reqlimit/reqlimit/internal/nocopy"
 )
 
 // Limit returns a handler that admits at most count requests per period, in any interval
@@ -315,7 +315,7 @@ func (h *header) Set(name, value string) {
 	// core sets only its own names, already in fasthttp's normalized form
 	// (TestHeaderNamesNormalized), which is also what it sends when normalizing is off:
 	// skip normalizing and copying the name, the larger part of setting a field.
-	(*fasthttp.ResponseHeader)(h).SetCanonical(unsafeBytes(name), unsafeBytes(value))
+	(*fasthttp.ResponseHeader)(h).SetCanonical(nocopy.Bytes(name), nocopy.Bytes(value))
 }
 
 // Values returns the field's lines, as transient strings: core only reads them at once.
@@ -326,7 +326,7 @@ func (h *header) Values(name string) []string {
 	var out []string
 	for k, v := range (*fasthttp.ResponseHeader)(h).All() {
 		if string(k) == name {
-			out = append(out, unsafeString(v))
+			out = append(out, nocopy.String(v))
 		}
 	}
 	return out
@@ -357,9 +357,3 @@ func (q request[C]) Headers(name string) []string {
 	}
 	return out
 }
-
-// unsafeString views b as a string without copying, for values read at once and not kept.
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// unsafeBytes views s as bytes without copying, for fasthttp calls that copy them.
-func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

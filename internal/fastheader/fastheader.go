@@ -7,11 +7,11 @@ import (
 	"bytes"
 	"net/netip"
 	"strings"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/nocopy"
 )
 
 // Lines returns the lines of the request header field name, the request's own bytes, in
@@ -28,7 +28,7 @@ func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 	if len(lines) == 0 || len(h.RawHeaders()) == 0 {
 		return lines
 	}
-	n, want := 0, unsafe.Slice(unsafe.StringData(name), len(name)) // only read
+	n, want := 0, nocopy.Bytes(name) // only read
 	for k := range h.AllInOrder() {
 		if bytes.EqualFold(k, want) {
 			n++
@@ -43,7 +43,7 @@ func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 // unmapped and without a zone. The bytes are the request's and are read in place: only
 // the parsed address is kept.
 func Address(b []byte) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(unsafe.String(unsafe.SliceData(b), len(b)))))
+	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(nocopy.String(b))))
 	if err != nil {
 		return netip.Addr{}, false
 	}
