@@ -143,7 +143,7 @@ func onRedis(policy string, opts ...core.Option) truthTarget {
 
 func onRedisWith(policy string, deny bool, opts ...core.Option) truthTarget {
 	return func(t *testing.T, clock func() time.Time) http.Handler {
-		st := redisstore.New(truthRedis, redisstore.WithClock(clock), redisstore.WithDenyCache(deny),
+		st := redisstore.New(truthRedis, redisstore.WithTimeout(redistest.Timeout), redisstore.WithClock(clock), redisstore.WithDenyCache(deny),
 			redisstore.WithPrefix(fmt.Sprintf("truth%d:", truthPrefix.Add(1))))
 		return truthRoute(t, policy, st, opts)
 	}

@@ -35,7 +35,7 @@ func TestClientHangUpDoesNotSkipRedisLimit(t *testing.T) {
 	var ran atomic.Int64
 	var mu sync.Mutex
 	var hookErrs []error
-	h := nethttp.Limit(1, time.Hour, core.WithStore(redisstore.New(rdb, redisstore.WithPrefix("hangup:"))),
+	h := nethttp.Limit(1, time.Hour, core.WithStore(redisstore.New(rdb, redisstore.WithTimeout(redistest.Timeout), redisstore.WithPrefix("hangup:"))),
 		core.WithErrorHook(func(_ context.Context, err error) { mu.Lock(); hookErrs = append(hookErrs, err); mu.Unlock() }))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran.Add(1) }))
 	ts := httptest.NewServer(h)

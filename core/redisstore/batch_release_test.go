@@ -84,7 +84,7 @@ func TestReleasesShareRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct := redisstore.New(newClient(t, standalone), redisstore.WithPrefix(prefix))
+	direct := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(prefix))
 	ctx := context.Background()
 	grants := make([]int64, n)
 	for i := range n {

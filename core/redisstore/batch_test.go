@@ -221,7 +221,7 @@ func TestQueueSurvivesShortDeadlines(t *testing.T) {
 			t.Run(name+"/"+strconv.Itoa(flights), func(t *testing.T) {
 				// The short deadlines are the callers' own; the store's is roomy, so that the
 				// calls without one are answered however slow the machine.
-				s := redisstore.New(c, redisstore.WithFlights(flights), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
+				s := redisstore.New(c, roomy, redisstore.WithFlights(flights), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithDenyCache(false))
 				var wg sync.WaitGroup
 				var answered atomic.Int64
 				for g := range 64 {

@@ -161,7 +161,7 @@ func BenchmarkDecideRefused(b *testing.B) {
 				defer logging.Enable()
 				c := redis.NewClient(&redis.Options{Addr: closedAddr(b), ContextTimeoutEnabled: ctxClient})
 				defer c.Close()
-				s := redisstore.New(c)
+				s := redisstore.New(c, roomy)
 				q := core.Query{Policy: mustParse("3/1m"), Key: "k"}
 				var slowest atomic.Int64
 				decide := func() {

@@ -41,7 +41,7 @@ func TestRequestPastItsDeadlineIsRefusedUnderFailOpen(t *testing.T) {
 			if tc.ctxClient {
 				c = newCtxClient(t, standalone)
 			}
-			store := redisstore.New(c, tc.opts...)
+			store := redisstore.New(c, append([]redisstore.Option{roomy}, tc.opts...)...)
 			warmUp(t, store, core.Query{Policy: mustParse("1/1h"), Key: "warm"})
 			l, err := adapter.New(1, time.Hour, core.WithStore(store), core.WithScope("deadline-"+tc.name+time.Now().String()))
 			if err != nil {

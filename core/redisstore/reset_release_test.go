@@ -74,7 +74,7 @@ func (c releaseAfterReset) run(t *testing.T) {
 		if c.step >= 0 {
 			opts = append(opts, redisstore.WithClock(clock.Now))
 		}
-		s := redisstore.New(newClient(t, standalone), opts...)
+		s := redisstore.New(newClient(t, standalone), append([]redisstore.Option{roomy}, opts...)...)
 		p := mustParse(c.text)
 		q := core.Query{Policy: p, Scope: "login", Key: "alice"}
 		n := p.Rates()[len(p.Rates())-1].Count

@@ -5,7 +5,6 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -123,7 +122,7 @@ func ownServer(t *testing.T) *server {
 
 // roomy is the deadline for tests that are not about deadlines: the test machine may be
 // loaded, and a spurious timeout there would hide what the test checks.
-var roomy = redisstore.WithTimeout(2 * time.Second)
+var roomy = redisstore.WithTimeout(redistest.Timeout)
 
 // newCtxClient returns a standalone client that applies context deadlines to its sockets.
 func newCtxClient(t *testing.T, s *server) *redis.Client {

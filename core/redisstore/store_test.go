@@ -173,7 +173,7 @@ func TestCostTooHighWithoutRoundTrip(t *testing.T) {
 	// No server at this address: the cost check must fail before any round trip.
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
-	s := redisstore.New(c)
+	s := redisstore.New(c, roomy)
 	_, err := s.Decide(context.Background(), core.Query{Policy: mustParse("3/1m,10/1h"), Key: "k", Cost: 4})
 	if !errors.Is(err, core.ErrCostTooHigh) {
 		t.Fatalf("err %v, want ErrCostTooHigh", err)
@@ -236,7 +236,7 @@ func TestKeyLayout(t *testing.T) {
 		t.Fatalf("60 keys fell in %d slots on %d of %d masters: the layout does not spread", len(slots), len(masters), len(cluster))
 	}
 	// The same bucket gets the same key in every process: no per-process seed.
-	if got, want := redisstore.New(c).Key(p, "", "k"), redisstore.New(c).Key(mustParse("1/60m"), "", "k"); got != want {
+	if got, want := redisstore.New(c, roomy).Key(p, "", "k"), redisstore.New(c, roomy).Key(mustParse("1/60m"), "", "k"); got != want {
 		t.Fatalf("equal policies, different keys: %s, %s", got, want)
 	}
 }

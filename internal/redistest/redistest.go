@@ -21,6 +21,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Timeout is the store deadline for tests that are not about deadlines: a store's default
+// is made for production round trips, and a loaded test machine stalls past it, turning a
+// decision the test counts on into a store failure that the fail mode then decides.
+const Timeout = 10 * time.Second
+
 // Missing reports why no redis-server can be run here, or "" when one can.
 func Missing() string {
 	for _, bin := range []string{"redis-server", "redis-cli"} {
