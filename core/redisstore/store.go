@@ -5,7 +5,8 @@
 // It works with any redis.UniversalClient: a single node, a Sentinel failover client or a
 // Cluster client. Each decision touches exactly one key, named prefix + "{" + hash + "}",
 // so a Cluster routes it by the hash alone, whatever the route or client key holds.
-// See docs/redis.md for the data layout, the script's steps and the measured costs.
+// The script and key layout are described beside the code (exact.lua, bounded.lua); the
+// costs are measured by docs/bench/redis.
 package redisstore
 
 import (

@@ -19,7 +19,7 @@ import (
 
 func TestLimits(t *testing.T) { exampletest.Check(t, exampletest.HTTP(newRouter()), issue) }
 
-// TestMountings holds chi's three ways to mount a limit to the README's table: r.With keys
+// TestMountings holds chi's three ways to mount a limit to docs/operations.md's table ("Where a limit is mounted"): r.With keys
 // by route pattern; r.Use counts every route in one bucket per client (the route is not
 // known before routing), unless nethttp.WithPattern asks the router first.
 func TestMountings(t *testing.T) {
