@@ -252,7 +252,7 @@ func findings(rows []row) []string {
 	}
 	// Speed and memory against reqlimit's own figures, like against like: a library
 	// against Decide, a middleware against reqlimit's adapter for the same framework.
-	var ref, compact *row
+	var ref *row
 	refMW := map[string]*row{}
 	for i := range rows {
 		r := &rows[i]
@@ -260,8 +260,6 @@ func findings(rows []row) []string {
 		case !strings.HasPrefix(r.peer.name, "reqlimit") || r.peer.redis:
 		case r.peer.framework != "":
 			refMW[r.peer.framework] = r
-		case strings.Contains(r.peer.name, "compact"):
-			compact = r
 		default:
 			ref = r
 		}
@@ -298,11 +296,7 @@ func findings(rows []row) []string {
 		out = append(out, "Faster than reqlimit by the median round only, their middle halves overlapping, so within this run's noise: "+strings.Join(maybeFaster, ", ")+".")
 	}
 	if len(leaner) > 0 {
-		also := ""
-		if compact != nil && compact.bytesPerKey > 0 {
-			also = fmt.Sprintf(" (its compact log, `MemoryConfig.Compact`, takes %.0f B)", compact.bytesPerKey)
-		}
-		out = append(out, fmt.Sprintf("Less memory per key than reqlimit's exact log, whose %d grant times cost 8·(N+1) bytes plus its index%s: %s.", limitN, also, strings.Join(leaner, ", ")))
+		out = append(out, fmt.Sprintf("Less memory per key than reqlimit's exact log, whose %d grant times cost 8·(N+1) bytes plus its index: %s.", limitN, strings.Join(leaner, ", ")))
 	}
 	return out
 }
