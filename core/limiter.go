@@ -60,7 +60,6 @@ func init() {
 	hook.Build = build
 	hook.Extension = func(key, value any) any { return withExtension(key, value) }
 	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
-	hook.RunAhead = func(store any, step time.Duration) { store.(*MemoryStore).runAhead(step) }
 }
 
 // build is hook.Build: the limit count per period (or of policy's text, with parse) with

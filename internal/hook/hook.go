@@ -117,23 +117,6 @@ var (
 	Refuse func(err error) any
 )
 
-// Set by package core when it is initialized, for tests that hold another store to the
-// engine decision for decision (the Redis scripts): policy is a *core.Policy, the decision a
-// core.Decision, mode a core.Mode.
-var (
-	NewState     func(policy any) []int64
-	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
-	ReleaseState func(policy any, state []int64, grant int64, cost int)
-)
-
-// RunAhead is set by package core when it is initialized, for benchmarks of the admitted
-// path under any rate: it makes a new memory store (a *core.MemoryStore, not yet used)
-// read its own clock, the monotonic one, moved on by step more at every reading. One
-// client sending as fast as it can then stays within any rate whose count per period is
-// slower than step, at the cost of the store's own clock plus an add. The store is then
-// for one goroutine only.
-var RunAhead func(store any, step time.Duration)
-
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
 // without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
 // Unlike net.SplitHostPort it never allocates: frameworks hand over bare hosts on every
