@@ -41,11 +41,7 @@ type Limiter interface {
 	// help. It never fails: store errors go to the error hook and the fail mode decides.
 	// ctx may be nil when r is set: the request's context is then read only where it is
 	// needed (a store across a network, an error to report).
-	//
-	// The request is given as an Input's fields (see Input), not as one: a struct of
-	// that size goes through memory, and copying it into the call right after building
-	// it stalls on the stores just made, on every request.
-	Check(ctx context.Context, route, peer string, r core.Request, canonical bool, h HeaderSetter) Verdict
+	Check(ctx context.Context, in Input, h HeaderSetter) Verdict
 	// Settle finishes an admitted request whose Verdict carries a Release, once its
 	// handler has answered with status: the limit's rule decides whether it counts. A
 	// request whose status cannot be known (its handler panicked, its connection was
@@ -73,21 +69,15 @@ type Limiter interface {
 	WarnUnrouted(ctx context.Context, pattern, fix string)
 }
 
-// Check calls l.Check with in's fields.
-func Check(l Limiter, ctx context.Context, in Input, h HeaderSetter) Verdict {
-	return l.Check(ctx, in.Route, in.Peer, in.Request, in.Canonical, h)
-}
-
 // Must builds the limit "count per period" with opts, for an adapter's Limit: bad
 // arguments panic, naming the value and the application's line that registered the limit.
 func Must(count int, period time.Duration, opts ...core.Option) Limiter {
-	l, _ := hook.Build(count, period, "", false, opts, true)
-	return l.(Limiter)
+	return hook.MustBuild(count, period, opts).(Limiter)
 }
 
 // New builds the limit "count per period" with opts, returning bad arguments as an error.
 func New(count int, period time.Duration, opts ...core.Option) (Limiter, error) {
-	l, err := hook.Build(count, period, "", false, opts, false)
+	l, err := hook.Build(count, period, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +86,7 @@ func New(count int, period time.Duration, opts ...core.Option) (Limiter, error) 
 
 // Parse builds the limit of a policy's text form with opts, for an adapter's New.
 func Parse(policy string, opts ...core.Option) (Limiter, error) {
-	l, err := hook.Build(0, 0, policy, true, opts, false)
+	l, err := hook.Parse(policy, opts)
 	if err != nil {
 		return nil, err
 	}

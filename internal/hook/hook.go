@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// Input is what an adapter knows of a request. R is core.Request. Within core it is
-// passed by pointer: a copy of it, read right after it was written, stalls.
+// Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
 	// Route is the matched route pattern, "" when the adapter does not know it (no route
 	// matched, or the middleware runs before routing). All requests with an unknown route
@@ -106,10 +105,14 @@ type NoFrameworkIPKey struct{}
 
 // Set by package core when it is initialized.
 var (
-	// Build builds a limit: count per period, or with parse the policy's text, with opts, a
-	// []core.Option. It returns a core limit, which package adapter's Limiter describes.
-	// Errors and panics name where the limit was registered.
-	Build func(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error)
+	// Build builds the limit count per period with opts, a []core.Option, returning a
+	// core limit, which package adapter's Limiter describes. Its errors name where the
+	// limit was registered.
+	Build func(count int, period time.Duration, opts any) (any, error)
+	// MustBuild is Build where a bad argument panics, naming the adapter function too.
+	MustBuild func(count int, period time.Duration, opts any) any
+	// Parse is Build of the limit of a policy's text.
+	Parse func(policy string, opts any) (any, error)
 	// Extension returns a core.Option (as any) that stores an adapter's setting under key.
 	Extension func(key, value any) any
 	// Refuse returns a core.Option (as any) that fails the registration with err: an
