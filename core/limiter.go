@@ -16,9 +16,9 @@ import (
 )
 
 // A limiter is one registered limit as the middlewares apply it: its policy, its store, how
-// a request maps to a bucket and what the response says. Adapters build one through
-// package hook when a route is registered (see buildRate) and call Check for every request;
-// its exported methods are what internal/adapter's Limiter describes.
+// a request maps to a bucket and what the response says. Adapters build one through the
+// hook.Core registered below when a route is registered and call Check for every request;
+// its exported methods are what hook.Limiter (package adapter's Limiter) describes.
 type limiter struct {
 	policy *Policy
 	store  Store
@@ -56,26 +56,34 @@ type (
 	verdict = hook.Verdict[Decision]
 )
 
+// adapterLimiter is a limiter as the adapters see it (package adapter's Limiter).
+type adapterLimiter = hook.Limiter[Request, Decision, *Policy]
+
+// The adapters build their limits through hook.Core, which says why it is not an exported
+// API of this package.
 func init() {
-	hook.Build = func(count int, period time.Duration, opts any) (any, error) {
-		l, err := buildRate(count, period, opts.([]Option))
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
+	hook.Register(&hook.Core[Option, adapterLimiter]{
+		New: func(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
+			return asAdapterLimiter(buildRate(count, period, opts))
+		},
+		Must: func(count int, period time.Duration, opts []Option) adapterLimiter {
+			return mustBuildRate(count, period, opts)
+		},
+		Parse: func(policy string, opts []Option) (adapterLimiter, error) {
+			return asAdapterLimiter(buildPolicy(policy, opts))
+		},
+		Extension: withExtension,
+		Refuse:    func(err error) Option { return func(*config) error { return err } },
+	})
+}
+
+// asAdapterLimiter returns l for the adapters, or no limiter (rather than a nil *limiter
+// in the interface) with an error.
+func asAdapterLimiter(l *limiter, err error) (adapterLimiter, error) {
+	if err != nil {
+		return nil, err
 	}
-	hook.MustBuild = func(count int, period time.Duration, opts any) any {
-		return mustBuildRate(count, period, opts.([]Option))
-	}
-	hook.Parse = func(policy string, opts any) (any, error) {
-		l, err := buildPolicy(policy, opts.([]Option))
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-	hook.Extension = func(key, value any) any { return withExtension(key, value) }
-	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
+	return l, nil
 }
 
 // buildRate builds the limit count per period with opts, for an adapter's Limit. Its

@@ -1,12 +1,12 @@
 // Package hook joins package core to the adapters without a public API between them: core
-// implements the limit that adapters apply, and sets the functions here when it is
-// initialized; package adapter gives the adapters a typed view of them. It imports nothing
-// of reqlimit's, so that core can import it.
+// implements the limit that adapters apply and registers how to build one (a Core) when it
+// is initialized; package adapter gives it to the adapters with core's types filled in.
+// It imports nothing of reqlimit's, so that core can import it: its types take core's as
+// type parameters.
 package hook
 
 import (
 	"strings"
-	"time"
 )
 
 // Input is what an adapter knows of a request. R is core.Request.
@@ -102,23 +102,6 @@ type BatchKey struct{}
 // client IP of its own (net/http) marks its limits: core.WithClientIPFromFramework is then
 // refused where the limit is registered, rather than ignored.
 type NoFrameworkIPKey struct{}
-
-// Set by package core when it is initialized.
-var (
-	// Build builds the limit count per period with opts, a []core.Option, returning a
-	// core limit, which package adapter's Limiter describes. Its errors name where the
-	// limit was registered.
-	Build func(count int, period time.Duration, opts any) (any, error)
-	// MustBuild is Build where a bad argument panics, naming the adapter function too.
-	MustBuild func(count int, period time.Duration, opts any) any
-	// Parse is Build of the limit of a policy's text.
-	Parse func(policy string, opts any) (any, error)
-	// Extension returns a core.Option (as any) that stores an adapter's setting under key.
-	Extension func(key, value any) any
-	// Refuse returns a core.Option (as any) that fails the registration with err: an
-	// adapter's option given a value it cannot use.
-	Refuse func(err error) any
-)
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
 // without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
