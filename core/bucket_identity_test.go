@@ -29,7 +29,7 @@ func (s *scopeSpy) Decide(ctx context.Context, q core.Query) (core.Decision, err
 // scopeOf returns the scope that l's bucket for route has in spy.
 func scopeOf(t *testing.T, spy *scopeSpy, l adapter.Limiter, route string) string {
 	t.Helper()
-	adapter.Check(l, context.Background(), adapter.Input{Route: route, Peer: "192.0.2.1:1"}, nil)
+	l.Check(context.Background(), adapter.Input{Route: route, Peer: "192.0.2.1:1"}, nil)
 	spy.mu.Lock()
 	defer spy.mu.Unlock()
 	return spy.scope
@@ -102,7 +102,7 @@ func TestAppWideLimitNamesEveryRouteWithoutAllocating(t *testing.T) {
 	in := adapter.Input{Peer: "192.0.2.1:1"}
 	for _, r := range routes {
 		in.Route = r
-		adapter.Check(l, ctx, in, nil)
+		l.Check(ctx, in, nil)
 	}
 	i := 0
 	least := math.Inf(1)
@@ -110,7 +110,7 @@ func TestAppWideLimitNamesEveryRouteWithoutAllocating(t *testing.T) {
 		least = min(least, testing.AllocsPerRun(len(routes), func() {
 			in.Route = routes[i%len(routes)]
 			i++
-			if v := adapter.Check(l, ctx, in, nil); !v.Allowed {
+			if v := l.Check(ctx, in, nil); !v.Allowed {
 				t.Fatalf("%s refused", in.Route)
 			}
 		}))

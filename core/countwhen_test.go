@@ -31,7 +31,7 @@ func TestCountWhenHoldsSlotsInFlight(t *testing.T) {
 	var admitted []adapter.Verdict
 	refused := 0
 	for range 8 {
-		if v := adapter.Check(l, ctx, countIn, nil); v.Allowed {
+		if v := l.Check(ctx, countIn, nil); v.Allowed {
 			if v.Release == nil {
 				t.Fatal("an admitted request of a limit counting by outcome carries nothing to settle")
 			}
@@ -52,7 +52,7 @@ func TestCountWhenHoldsSlotsInFlight(t *testing.T) {
 	}
 	got := []bool{}
 	for range 3 {
-		got = append(got, adapter.Check(l, ctx, countIn, nil).Allowed)
+		got = append(got, l.Check(ctx, countIn, nil).Allowed)
 	}
 	if !slices.Equal(got, []bool{true, true, false}) {
 		t.Fatalf("after 3 failures and 2 successes: %v, want two admitted then refused", got)
@@ -134,7 +134,7 @@ func TestCountWhenVirtualSchedule(t *testing.T) {
 				continue
 			}
 			h := held(now)
-			v := adapter.Check(l, ctx, countIn, nil)
+			v := l.Check(ctx, countIn, nil)
 			if v.Allowed {
 				if h >= tc.count {
 					t.Fatalf("%d/%v step %d: admitted with %d held", tc.count, tc.period, step, h)
@@ -203,7 +203,7 @@ func TestCountWhenRealClockStrict(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 9))
 			for more() {
 				start := time.Now()
-				v := adapter.Check(l, ctx, countIn, nil)
+				v := l.Check(ctx, countIn, nil)
 				end := time.Now()
 				if !v.Allowed {
 					time.Sleep(time.Millisecond)
@@ -248,9 +248,9 @@ func TestCountWhenReleaseFailureCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.fail = true
-	l.Settle(ctx, adapter.Check(l, ctx, countIn, nil), 200)
-	l.Settle(ctx, adapter.Check(l, ctx, countIn, nil), 200)
-	if v := adapter.Check(l, ctx, countIn, nil); v.Allowed {
+	l.Settle(ctx, l.Check(ctx, countIn, nil), 200)
+	l.Settle(ctx, l.Check(ctx, countIn, nil), 200)
+	if v := l.Check(ctx, countIn, nil); v.Allowed {
 		t.Fatal("admitted although the slots given back failed to leave the store")
 	}
 	if len(hooked) != 2 || !strings.Contains(hooked[0].Error(), "status 200") || !errors.Is(hooked[0], errReleaseDown) {
@@ -285,7 +285,7 @@ func TestCountWhenFailLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		v := adapter.Check(l, ctx, countIn, nil)
+		v := l.Check(ctx, countIn, nil)
 		if !v.Allowed {
 			t.Fatalf("request %d refused: the local store's grant was not given back", i+1)
 		}
@@ -294,8 +294,8 @@ func TestCountWhenFailLocal(t *testing.T) {
 	if outcomes[core.Released] > outcomes[core.Admitted] {
 		t.Fatalf("observed %v: more released than admitted", outcomes)
 	}
-	l.Settle(ctx, adapter.Check(l, ctx, countIn, nil), 401)
-	if adapter.Check(l, ctx, countIn, nil).Allowed {
+	l.Settle(ctx, l.Check(ctx, countIn, nil), 401)
+	if l.Check(ctx, countIn, nil).Allowed {
 		t.Fatal("a failure did not count in the local store")
 	}
 }

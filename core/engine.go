@@ -5,21 +5,7 @@ import (
 	"math"
 	"strconv"
 	"time"
-
-	"github.com/reqlimit/reqlimit/internal/hook"
 )
-
-// The engine's view for tests that hold another store to it decision for decision (the
-// Redis scripts). Grants are in nanoseconds.
-func init() {
-	hook.NewState = func(p any) []int64 { return p.(*Policy).newState() }
-	hook.DecideState = func(p any, s []int64, now int64, cost int, mode uint8) (any, error) {
-		var d Decision
-		err := p.(*Policy).apply(&d, s, now, cost, Mode(mode))
-		return d, err
-	}
-	hook.ReleaseState = func(p any, s []int64, grant int64, cost int) { p.(*Policy).release(s, grant, cost) }
-}
 
 // The engine works on a key's state: a []int64 of p.stateLen slots, laid out as
 //

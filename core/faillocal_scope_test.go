@@ -30,7 +30,7 @@ func TestFailLocalKeepsAScopeSharedBetweenRoutes(t *testing.T) {
 			l = b
 		}
 		for range 3 {
-			if adapter.Check(l, context.Background(), adapter.Input{Route: route, Peer: "192.0.2.1:1"}, nil).Allowed {
+			if l.Check(context.Background(), adapter.Input{Route: route, Peer: "192.0.2.1:1"}, nil).Allowed {
 				got++
 			}
 		}
@@ -57,7 +57,7 @@ func TestFailLocalDoesNotKeepADroppedStoreAlive(t *testing.T) {
 		s := new(failingClient)
 		l := adapter.Must(3, time.Minute, core.WithStore(s), core.WithFailMode(core.FailLocal),
 			core.WithErrorHook(func(context.Context, error) {}))
-		if !adapter.Check(l, context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}, nil).Allowed {
+		if !l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}, nil).Allowed {
 			t.Fatal("FailLocal refused the first request")
 		}
 		return weak.Make(s)
@@ -94,7 +94,7 @@ func TestFailLocalKeepsAScopeSharedForAStoreHoldingASlice(t *testing.T) {
 		route string
 	}{{a, "POST /login"}, {b, "POST /v2/login"}} {
 		for range 3 {
-			if adapter.Check(c.l, context.Background(), adapter.Input{Route: c.route, Peer: "192.0.2.1:1"}, nil).Allowed {
+			if c.l.Check(context.Background(), adapter.Input{Route: c.route, Peer: "192.0.2.1:1"}, nil).Allowed {
 				got++
 			}
 		}

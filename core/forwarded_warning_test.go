@@ -76,7 +76,7 @@ func TestForwardedHeaderFromLocalPeerWarnsOnce(t *testing.T) {
 		admitted := 0
 		for i := range 5 {
 			r := routedReq{req(c.header, "198.51.100."+string(rune('1'+i)))}
-			v := adapter.Check(l, context.Background(), adapter.Input{Route: "GET /login", Peer: c.peer, Canonical: c.canonical, Request: r}, nil)
+			v := l.Check(context.Background(), adapter.Input{Route: "GET /login", Peer: c.peer, Canonical: c.canonical, Request: r}, nil)
 			if v.Allowed {
 				admitted++
 			}
@@ -99,7 +99,7 @@ func TestForwardedHeaderFromLocalPeerWarnsOnce(t *testing.T) {
 func TestForwardedWarningText(t *testing.T) {
 	var log hookLog
 	l := limiter(t, core.WithErrorHook(log.hook))
-	adapter.Check(l, context.Background(), adapter.Input{Route: "GET /login", Peer: "127.0.0.1:41234",
+	l.Check(context.Background(), adapter.Input{Route: "GET /login", Peer: "127.0.0.1:41234",
 		Request: routedReq{req("X-Forwarded-For", "198.51.100.1")}}, nil)
 	want := `reqlimit: warning: limit 3/1m on "GET /login": a request from 127.0.0.1, a loopback address that ` +
 		`core.WithTrustedProxies does not trust carried X-Forwarded-For, which the limit ignores: it keys by the peer, ` +
@@ -137,7 +137,7 @@ func TestForwardedWarningQuietWhenRight(t *testing.T) {
 		var log hookLog
 		l := limiter(t, append([]core.Option{core.WithErrorHook(log.hook)}, c.opts...)...)
 		for range 3 {
-			adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: c.peer, Request: c.r}, nil)
+			l.Check(context.Background(), adapter.Input{Route: "/", Peer: c.peer, Request: c.r}, nil)
 		}
 		if errs := log.got(); len(errs) != 0 {
 			t.Errorf("%s (%s): warned %q, want nothing", c.name, c.peer, errs)
@@ -163,7 +163,7 @@ func TestForwardedWarningOncePerLimit(t *testing.T) {
 					plan = "pro"
 				}
 				r := req("X-Forwarded-For", "198.51.100.1", "X-Plan", plan)
-				adapter.Check(a, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:" + string(rune('1'+g)), Request: r}, nil)
+				a.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:" + string(rune('1'+g)), Request: r}, nil)
 			}
 		}()
 	}
@@ -171,7 +171,7 @@ func TestForwardedWarningOncePerLimit(t *testing.T) {
 	if n := len(log.got()); n != 1 {
 		t.Fatalf("%d warnings from one limit's 400 requests on 8 goroutines and two tiers, want 1", n)
 	}
-	adapter.Check(b, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
+	b.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
 	if n := len(log.got()); n != 2 {
 		t.Errorf("another limit seeing the header: %d warnings in all, want 2", n)
 	}
@@ -189,7 +189,7 @@ func TestForwardedWarningGoesToSlogWithoutAHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 5 {
-		adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.168.0.10:80", Request: req("X-Real-Ip", "198.51.100.1")}, nil)
+		l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.168.0.10:80", Request: req("X-Real-Ip", "198.51.100.1")}, nil)
 	}
 	out := buf.String()
 	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "level=WARN") ||
@@ -209,8 +209,8 @@ func TestWatchingForAProxyAllocatesNothingMore(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := adapter.Input{Route: "/", Peer: peer, Request: r}
-		adapter.Check(l2, context.Background(), in, nil) // warned, if it is to warn
-		return testing.AllocsPerRun(200, func() { adapter.Check(l2, context.Background(), in, nil) })
+		l2.Check(context.Background(), in, nil) // warned, if it is to warn
+		return testing.AllocsPerRun(200, func() { l2.Check(context.Background(), in, nil) })
 	}
 	base := count("203.0.113.7:5555", req("X-Forwarded-For", "198.51.100.1"))
 	for _, c := range []struct {
@@ -236,9 +236,9 @@ func TestForwardedWatchStopsAfterManyLocalRequestsWithoutAHeader(t *testing.T) {
 		var log hookLog
 		l, _ := adapter.New(1<<20, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithErrorHook(log.hook))
 		for range before {
-			adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req()}, nil)
+			l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req()}, nil)
 		}
-		adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
+		l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
 		want := 1
 		if before == core.LocalLooks {
 			want = 0

@@ -38,7 +38,7 @@ func TestRateLimitFieldTIsUntilTheQuotaGrows(t *testing.T) {
 		clock.Advance(s.at - last)
 		last = s.at
 		h := http.Header{}
-		adapter.Check(l, context.Background(), in, adapter.HeaderMap(h))
+		l.Check(context.Background(), in, adapter.HeaderMap(h))
 		if got := h.Get("RateLimit"); got != s.rateLimit {
 			t.Errorf("at %v: RateLimit %q, want %q", s.at, got, s.rateLimit)
 		}
@@ -87,9 +87,9 @@ func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
 	for range 2 { // admitted, then refused
 		for i, l := range limits {
 			rec.h = http.Header{}
-			adapter.Check(l, context.Background(), in, rec)
+			l.Check(context.Background(), in, rec)
 			// Stacked: a second limit of the same policy adds its members to the first's.
-			adapter.Check(limits[(i+1)%len(limits)], context.Background(), in, rec)
+			limits[(i+1)%len(limits)].Check(context.Background(), in, rec)
 		}
 	}
 	for name := range rec.names {

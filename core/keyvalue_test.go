@@ -57,7 +57,7 @@ func TestKeyByValueOfAPointerFallsBackToTheAddress(t *testing.T) {
 			in := adapter.Input{Route: "/r", Peer: "192.0.2.1:1", Request: valueRequest{value: value}}
 			admitted := 0
 			for range 5 {
-				if adapter.Check(l, context.Background(), in, nil).Allowed {
+				if l.Check(context.Background(), in, nil).Allowed {
 					admitted++
 				}
 			}
@@ -111,7 +111,7 @@ func TestKeyByValueKeepsValuesThatPrintAlike(t *testing.T) {
 			for range 3 {
 				for who := range 2 {
 					in := adapter.Input{Route: "/r", Peer: "192.0.2.1:1", Request: valueRequest{value: func() any { return value(who) }}}
-					if adapter.Check(l, context.Background(), in, nil).Allowed {
+					if l.Check(context.Background(), in, nil).Allowed {
 						admitted[who]++
 					}
 				}

@@ -16,9 +16,9 @@ import (
 )
 
 // A limiter is one registered limit as the middlewares apply it: its policy, its store, how
-// a request maps to a bucket and what the response says. Adapters build one through
-// package hook when a route is registered (see build) and call Check for every request;
-// its exported methods are what internal/adapter's Limiter describes.
+// a request maps to a bucket and what the response says. Adapters build one through the
+// hook.Core registered below when a route is registered and call Check for every request;
+// its exported methods are what hook.Limiter (package adapter's Limiter) describes.
 type limiter struct {
 	policy *Policy
 	store  Store
@@ -56,43 +56,92 @@ type (
 	verdict = hook.Verdict[Decision]
 )
 
+// adapterLimiter is a limiter as the adapters see it (package adapter's Limiter).
+type adapterLimiter = hook.Limiter[Request, Decision, *Policy]
+
+// The adapters build their limits through hook.Core, which says why it is not an exported
+// API of this package.
 func init() {
-	hook.Build = build
-	hook.Extension = func(key, value any) any { return withExtension(key, value) }
-	hook.Refuse = func(err error) any { return Option(func(*config) error { return err }) }
-	hook.RunAhead = func(store any, step time.Duration) { store.(*MemoryStore).runAhead(step) }
+	hook.Register(&hook.Core[Option, adapterLimiter]{
+		New: func(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
+			return asAdapterLimiter(buildRate(count, period, opts))
+		},
+		Must: func(count int, period time.Duration, opts []Option) adapterLimiter {
+			return mustBuildRate(count, period, opts)
+		},
+		Parse: func(policy string, opts []Option) (adapterLimiter, error) {
+			return asAdapterLimiter(buildPolicy(policy, opts))
+		},
+		Extension: withExtension,
+		Refuse:    func(err error) Option { return func(*config) error { return err } },
+	})
 }
 
-// build is hook.Build: the limit count per period (or of policy's text, with parse) with
-// opts, a []Option. Its errors end with where the limit was registered; with panics, a
-// bad argument panics instead, like regexp.MustCompile, naming the adapter function too.
-func build(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error) {
+// asAdapterLimiter returns l for the adapters, or no limiter (rather than a nil *limiter
+// in the interface) with an error.
+func asAdapterLimiter(l *limiter, err error) (adapterLimiter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// buildRate builds the limit count per period with opts, for an adapter's Limit. Its
+// errors end with where the limit was registered.
+func buildRate(count int, period time.Duration, opts []Option) (*limiter, error) {
 	site := registration()
-	o, _ := opts.([]Option)
-	var l *limiter
-	var err error
-	if parse {
-		var p *Policy
-		if p, err = parsePolicy(policy); err == nil {
-			l, err = newLimiter(p.rates, true, o)
-			if err != nil {
-				err = fmt.Errorf("policy %q: %w", policy, err)
-			}
-		}
-	} else {
-		l, err = newLimiter([]Rate{{Count: count, Period: period}}, false, o)
-	}
+	l, err := newLimiter([]Rate{{Count: count, Period: period}}, false, opts)
 	if err == nil {
-		err = unusable(&l.cfg, site.fn)
-	}
-	if err == nil && l.cfg.scope == "" && len(site.stack) == 0 && l.mem == nil {
-		err = fmt.Errorf("%s on a store that other processes may share (not the memory store): %w", l.policy, errNoSite)
+		err = l.register(site)
 	}
 	if err != nil {
-		if panics {
-			panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))
-		}
 		return nil, site.wrap(err)
+	}
+	return l, nil
+}
+
+// mustBuildRate is buildRate where a bad argument panics instead, like
+// regexp.MustCompile, naming the adapter function too.
+func mustBuildRate(count int, period time.Duration, opts []Option) *limiter {
+	site := registration()
+	l, err := newLimiter([]Rate{{Count: count, Period: period}}, false, opts)
+	if err == nil {
+		err = l.register(site)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))
+	}
+	return l
+}
+
+// buildPolicy builds the limit of a policy's text with opts, for an adapter's New. Its
+// errors end with where the limit was registered.
+func buildPolicy(policy string, opts []Option) (*limiter, error) {
+	site := registration()
+	p, err := parsePolicy(policy)
+	var l *limiter
+	if err == nil {
+		if l, err = newLimiter(p.rates, true, opts); err != nil {
+			err = fmt.Errorf("policy %q: %w", policy, err)
+		}
+	}
+	if err == nil {
+		err = l.register(site)
+	}
+	if err != nil {
+		return nil, site.wrap(err)
+	}
+	return l, nil
+}
+
+// register checks that the new limit l can be used where site registered it, and
+// completes it: its identity, its tiers', the names of its list members, its quota.
+func (l *limiter) register(site registrationSite) error {
+	if err := unusable(&l.cfg, site.fn); err != nil {
+		return err
+	}
+	if l.cfg.scope == "" && len(site.stack) == 0 && l.mem == nil {
+		return fmt.Errorf("%s on a store that other processes may share (not the memory store): %w", l.policy, errNoSite)
 	}
 	if l.cfg.scope == "" {
 		l.ident, l.scopes = identify(site.stack), new(scopeCache)
@@ -116,7 +165,7 @@ func build(count int, period time.Duration, policy string, parse bool, opts any,
 	if l.cfg.quota != nil {
 		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
 	}
-	return l, nil
+	return nil
 }
 
 func newLimiter(rates []Rate, text bool, opts []Option) (*limiter, error) {
@@ -201,11 +250,10 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 
 // Check decides one request. It never fails: store errors go to the error hook and the
 // fail mode decides.
-func (l *limiter) Check(ctx context.Context, route, peer string, r Request, canonical bool, h hook.HeaderSetter) (v verdict) {
-	// The verdict and the input stay in this frame: handing their addresses to an adapter
-	// through the interface would move them to the heap on every request.
-	var in input // set field by field, for the reason check sets its Query so
-	in.Route, in.Peer, in.Canonical, in.Request = route, peer, canonical, r
+func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
+	// The verdict stays in this frame, and check is given its address and the input's:
+	// taking them from the adapter through the interface would move them to the heap on
+	// every request.
 	t := l
 	if l.tiers != nil {
 		var limited bool

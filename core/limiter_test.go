@@ -65,7 +65,7 @@ func TestFailModes(t *testing.T) {
 		}
 		hooked = nil
 		for i, want := range c.allowed {
-			v := adapter.Check(l, context.Background(), in, nil)
+			v := l.Check(context.Background(), in, nil)
 			if v.Allowed != want || v.Err == nil || (!v.Allowed && v.Status != c.wantCode) {
 				t.Fatalf("%v request %d: %+v, want allow=%v status %d", c.mode, i+1, v, want, c.wantCode)
 			}
@@ -129,7 +129,7 @@ func TestRequestGoneIsRefusedInEveryFailMode(t *testing.T) {
 			l := adapter.Must(3, time.Minute, core.WithStore(ctxStore{}), core.WithFailMode(mode),
 				core.WithErrorHook(func(_ context.Context, err error) { hooked = append(hooked, err) }))
 			ctx, cancel := c.ctx()
-			v := adapter.Check(l, ctx, in, adapter.HeaderMap{})
+			v := l.Check(ctx, in, adapter.HeaderMap{})
 			cancel()
 			if v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
 				t.Errorf("%v, %s: %+v, want refused with 503 and the reason", mode, c.name, v)
@@ -143,7 +143,7 @@ func TestRequestGoneIsRefusedInEveryFailMode(t *testing.T) {
 	l := adapter.Must(3, time.Minute, core.WithStore(ctxStore{}), core.WithDryRun(), core.WithErrorHook(func(context.Context, error) {}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if v := adapter.Check(l, ctx, in, nil); !v.Allowed {
+	if v := l.Check(ctx, in, nil); !v.Allowed {
 		t.Errorf("dry run: %+v, want let through", v)
 	}
 }
@@ -171,7 +171,7 @@ func TestRequestPastItsDeadlineIsRefusedBeforeItsTimerFires(t *testing.T) {
 	for _, mode := range []core.FailMode{core.FailOpen, core.FailClosed, core.FailLocal} {
 		l := adapter.Must(3, time.Minute, core.WithStore(deadlineStore{}), core.WithFailMode(mode),
 			core.WithErrorHook(func(context.Context, error) {}))
-		v := adapter.Check(l, lateContext{context.Background()}, in, adapter.HeaderMap{})
+		v := l.Check(lateContext{context.Background()}, in, adapter.HeaderMap{})
 		if v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "request ended before the store decided") {
 			t.Errorf("%v: %+v, want refused with 503 and the reason", mode, v)
 		}
@@ -191,7 +191,7 @@ func TestCostAboveLimitIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 10 {
-			v := adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}}, nil)
+			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}}, nil)
 			if v.Allowed || v.Status != 413 || !errors.Is(v.Err, core.ErrCostTooHigh) {
 				t.Fatalf("%v, request %d: %+v", mode, i, v)
 			}
@@ -235,7 +235,7 @@ func TestObserverSeesPolicyAndStoreTime(t *testing.T) {
 		var seen []core.Event
 		l := adapter.Must(3, time.Minute, core.WithRate(10, time.Hour), core.WithStore(c.store),
 			core.WithObserver(func(e core.Event) { seen = append(seen, e) }), core.WithErrorHook(func(context.Context, error) {}))
-		adapter.Check(l, context.Background(), in, nil)
+		l.Check(context.Background(), in, nil)
 		if len(seen) != 1 {
 			t.Fatalf("%s: %d events, want 1", c.name, len(seen))
 		}
@@ -259,11 +259,11 @@ func TestAllowListEntries(t *testing.T) {
 	}
 	l := adapter.Must(1, time.Minute, core.WithAllowList("::ffff:10.0.0.0/104"))
 	for i := range 3 {
-		if v := adapter.Check(l, context.Background(), adapter.Input{Route: "/r", Peer: "10.1.2.3:1"}, nil); !v.Allowed || !v.Skipped {
+		if v := l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "10.1.2.3:1"}, nil); !v.Allowed || !v.Skipped {
 			t.Fatalf("request %d from 10.1.2.3: %+v, want exempt", i+1, v)
 		}
 	}
-	if v := adapter.Check(l, context.Background(), adapter.Input{Route: "/r", Peer: "11.0.0.1:1"}, nil); v.Skipped {
+	if v := l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "11.0.0.1:1"}, nil); v.Skipped {
 		t.Fatalf("11.0.0.1 exempt: %+v", v)
 	}
 }
@@ -395,7 +395,7 @@ func TestObserversAddUp(t *testing.T) {
 		core.WithObserver(func(e core.Event) { seen = append(seen, "first "+e.Outcome.String()) }),
 		core.WithObserver(nil),
 		core.WithObserver(func(e core.Event) { seen = append(seen, "second "+e.Outcome.String()) }))
-	adapter.Check(l, context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}, nil)
+	l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1"}, nil)
 	if want := []string{"first admitted", "second admitted"}; !slices.Equal(seen, want) {
 		t.Errorf("two observers saw %q, want %q", seen, want)
 	}

@@ -41,10 +41,3 @@ func (m *MemoryStore) now() int64 {
 	}
 	return int64(time.Since(m.start))
 }
-
-// runAhead makes the store's clock run ahead by step more at every reading, for
-// hook.RunAhead. The store is then for one goroutine only.
-func (m *MemoryStore) runAhead(step time.Duration) {
-	var n int64
-	m.clock = func() int64 { n++; return int64(time.Since(m.start)) + n*int64(step) }
-}

@@ -38,7 +38,7 @@ func TestQuotaResetReachesEveryLimitRegisteredInALoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range routes {
-		if v := adapter.Check(l, context.Background(), in, nil); !v.Allowed {
+		if v := l.Check(context.Background(), in, nil); !v.Allowed {
 			t.Errorf("%s after Quota.Reset: refused; the reset missed a limit registered in the loop", l.Policy())
 		}
 	}
@@ -171,12 +171,12 @@ func TestQuotaResetInTheOverflowBucketFails(t *testing.T) {
 	store := core.NewMemoryStore(&core.MemoryConfig{Now: clock.Now, MaxKeys: 1, SweepInterval: time.Hour})
 	quota := new(core.Quota)
 	l := adapter.Must(2, 15*time.Minute, core.WithStore(store), core.WithScope("overflow"), core.WithQuota(quota))
-	adapter.Check(l, ctx, adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}, nil) // the store is full from here
+	l.Check(ctx, adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}, nil) // the store is full from here
 	alice := adapter.Input{Route: "/login", Peer: "192.0.2.2:1"}
 	for range 3 {
-		adapter.Check(l, ctx, alice, nil)
+		l.Check(ctx, alice, nil)
 	}
-	if adapter.Check(l, ctx, alice, nil).Allowed {
+	if l.Check(ctx, alice, nil).Allowed {
 		t.Fatal("alice not refused in the overflow bucket")
 	}
 	if err := quota.Reset(ctx, "192.0.2.2"); err == nil || !strings.Contains(err.Error(), "MaxKeys 1") {
@@ -205,14 +205,14 @@ func TestQuotaFindsAnAddressAsTheLimitKeysIt(t *testing.T) {
 			}
 			l := adapter.Must(1, time.Hour, opts...)
 			in := adapter.Input{Route: "/r", Peer: c.peer, Request: fakeRequest{}}
-			adapter.Check(l, ctx, in, nil)
-			if adapter.Check(l, ctx, in, nil).Allowed {
+			l.Check(ctx, in, nil)
+			if l.Check(ctx, in, nil).Allowed {
 				t.Fatalf("%s: not refused", c.peer)
 			}
 			if err := quota.Reset(ctx, c.asked); err != nil {
 				t.Fatal(err)
 			}
-			if !adapter.Check(l, ctx, in, nil).Allowed {
+			if !l.Check(ctx, in, nil).Allowed {
 				t.Errorf("%s (key function %v): still refused after Reset(%q)", c.peer, keyed, c.asked)
 			}
 		}
@@ -243,7 +243,7 @@ func TestQuotaResetGoesOnPastAFailedBucket(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1/1h") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Reset: %v, want the failed bucket of 1/1h named", err)
 	}
-	if v := adapter.Check(working, context.Background(), in, nil); !v.Allowed {
+	if v := working.Check(context.Background(), in, nil); !v.Allowed {
 		t.Error("2/1h after a Quota.Reset whose 1/1h bucket failed: refused; the reset stopped at the first error")
 	}
 }

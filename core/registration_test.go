@@ -46,7 +46,11 @@ func TestUnknownSiteOnASharedStoreIsRefused(t *testing.T) {
 		go func() {
 			defer close(done)
 			defer func() { panicked = recover() }()
-			_, err = build(3, time.Minute, "", false, opts, panics)
+			if panics {
+				mustBuildRate(3, time.Minute, opts)
+				return
+			}
+			_, err = buildRate(3, time.Minute, opts)
 		}()
 		<-done
 		return panicked, err
@@ -65,7 +69,7 @@ func TestUnknownSiteOnASharedStoreIsRefused(t *testing.T) {
 		t.Errorf("unknown site on the memory store: %v", err)
 	}
 	// The same options from a test's own frames: a known site, registered.
-	if _, err := build(3, time.Minute, "", false, []Option{shared}, false); err != nil {
+	if _, err := buildRate(3, time.Minute, []Option{shared}); err != nil {
 		t.Errorf("known site on a shared store: %v", err)
 	}
 }

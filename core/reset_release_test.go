@@ -93,7 +93,7 @@ func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := adapter.Input{Route: "POST /login", Peer: "192.0.2.1:1"}
-			inFlight := adapter.Check(l, ctx, in, nil) // a login whose handler is still running
+			inFlight := l.Check(ctx, in, nil) // a login whose handler is still running
 			if !inFlight.Allowed {
 				t.Fatal("first login refused")
 			}
@@ -104,7 +104,7 @@ func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 			failed := 0
 			for range c.count { // failed attempts after the reset: each counts
 				clock.Advance(time.Millisecond)
-				v := adapter.Check(l, ctx, in, nil)
+				v := l.Check(ctx, in, nil)
 				if !v.Allowed {
 					t.Fatalf("failed attempt %d after the reset refused", failed+1)
 				}
@@ -113,7 +113,7 @@ func TestCountWhenReleaseAfterQuotaReset(t *testing.T) {
 			}
 			l.Settle(ctx, inFlight, 200) // the login in flight succeeded: its slot goes back
 			clock.Advance(time.Millisecond)
-			v := adapter.Check(l, ctx, in, nil)
+			v := l.Check(ctx, in, nil)
 			if v.Allowed {
 				l.Settle(ctx, v, 401)
 				t.Fatalf("%d failed attempts counted within %v, then one more admitted (and failed): %d counted in one window of a %d/%v limit",
@@ -181,9 +181,9 @@ func grantsAfterReset(t *testing.T, name string, count int, period, after time.D
 	clock.Advance(10 * time.Second)
 	// Failed attempts lock the client out; then its password is reset.
 	for range count {
-		l.Settle(ctx, adapter.Check(l, ctx, in, nil), 401)
+		l.Settle(ctx, l.Check(ctx, in, nil), 401)
 	}
-	if adapter.Check(l, ctx, in, nil).Allowed {
+	if l.Check(ctx, in, nil).Allowed {
 		t.Fatal("not locked out after the failed attempts")
 	}
 	clock.Advance(10*time.Second + time.Millisecond) // off a unit's edge, as a real clock is
@@ -193,14 +193,14 @@ func grantsAfterReset(t *testing.T, name string, count int, period, after time.D
 	clock.Advance(after)
 	// Successful logins right after the reset, on the reset's clock reading: none counts.
 	for i := range count {
-		v := adapter.Check(l, ctx, in, nil)
+		v := l.Check(ctx, in, nil)
 		if !v.Allowed {
 			t.Fatalf("success %d after the reset refused", i+1)
 		}
 		l.Settle(ctx, v, 200)
 	}
 	clock.Advance(time.Second)
-	if v := adapter.Check(l, ctx, in, nil); !v.Allowed {
+	if v := l.Check(ctx, in, nil); !v.Allowed {
 		t.Fatalf("%d successful requests after a Quota.Reset (none counts under WithCountWhen(Failed)), then the next refused for %v: their slots were not given back",
 			count, v.Decision.RetryAfter)
 	}

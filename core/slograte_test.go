@@ -28,7 +28,7 @@ func TestStoreErrorsAreLoggedAtMostOnceASecond(t *testing.T) {
 	}
 	start := time.Now()
 	for i, l := range limits {
-		adapter.Check(l, context.Background(), adapter.Input{Route: "/r" + string(rune('a'+i)), Peer: "192.0.2.1:1"}, nil)
+		l.Check(context.Background(), adapter.Input{Route: "/r" + string(rune('a'+i)), Peer: "192.0.2.1:1"}, nil)
 	}
 	// One line for each second the loop touched, at most.
 	most := int(time.Since(start)/time.Second) + 2
@@ -54,8 +54,8 @@ func TestClientErrorsDoNotSilenceAStoreOutage(t *testing.T) {
 		time.Sleep(time.Until(time.Unix(time.Now().Unix()+1, 0)))
 		buf.Reset()
 		sec := time.Now().Unix()
-		adapter.Check(badToken, context.Background(), adapter.Input{Route: "/api", Peer: "203.0.113.9:1", Request: req()}, nil)
-		adapter.Check(storeLimit, context.Background(), adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}, nil)
+		badToken.Check(context.Background(), adapter.Input{Route: "/api", Peer: "203.0.113.9:1", Request: req()}, nil)
+		storeLimit.Check(context.Background(), adapter.Input{Route: "/login", Peer: "192.0.2.1:1"}, nil)
 		if time.Now().Unix() == sec || try == 4 {
 			break // else the second call had a second of its own: again
 		}

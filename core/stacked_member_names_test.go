@@ -39,7 +39,7 @@ func TestStackedMemberNamesAreTheirPlacesOnTheRequest(t *testing.T) {
 	} {
 		h := http.Header{}
 		for _, l := range c.chain {
-			adapter.Check(l, context.Background(), adapter.Input{Route: "/a", Peer: "192.0.2.1:1"}, adapter.HeaderMap(h))
+			l.Check(context.Background(), adapter.Input{Route: "/a", Peer: "192.0.2.1:1"}, adapter.HeaderMap(h))
 		}
 		if got := h.Values("RateLimit-Policy"); !slices.Equal(got, c.policy) {
 			t.Errorf("%s: RateLimit-Policy %q, want %q", c.name, got, c.policy)

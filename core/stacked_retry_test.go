@@ -40,7 +40,7 @@ func TestStackedRefusalsRetryAfterNeverKeepsAClientWaiting(t *testing.T) {
 			send := func() (bool, adapter.HeaderMap) {
 				h := adapter.HeaderMap{}
 				for _, l := range []adapter.Limiter{appWide, route} {
-					if !adapter.Check(l, context.Background(), in, h).Allowed {
+					if !l.Check(context.Background(), in, h).Allowed {
 						return false, h
 					}
 				}

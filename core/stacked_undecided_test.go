@@ -52,10 +52,10 @@ func TestUndecidedRefusalKeepsTheOtherLimitsMembers(t *testing.T) {
 			}
 			h := adapter.HeaderMap{}
 			in := adapter.Input{Route: "POST /upload", Peer: "192.0.2.1:1", Request: req()}
-			if v := adapter.Check(outer, context.Background(), in, h); !v.Allowed {
+			if v := outer.Check(context.Background(), in, h); !v.Allowed {
 				t.Fatal("the outer limit refused its first request")
 			}
-			if v := adapter.Check(c.inner, context.Background(), in, h); v.Allowed {
+			if v := c.inner.Check(context.Background(), in, h); v.Allowed {
 				t.Fatal("the inner limit admitted")
 			}
 			policy := memberNames(h.Values(adapter.HeaderRateLimitPolicy))
@@ -87,8 +87,8 @@ func TestUndecidedRefusalDoesNotLeaveLegacyRoom(t *testing.T) {
 		core.WithErrorHook(func(context.Context, error) {}))
 	h := adapter.HeaderMap{}
 	in := adapter.Input{Route: "POST /upload", Peer: "192.0.2.1:1", Request: req()}
-	adapter.Check(outer, context.Background(), in, h)
-	if v := adapter.Check(inner, context.Background(), in, h); v.Allowed {
+	outer.Check(context.Background(), in, h)
+	if v := inner.Check(context.Background(), in, h); v.Allowed {
 		t.Fatal("the inner limit admitted")
 	}
 	if r := h.Values(adapter.HeaderRemaining); len(r) > 0 && r[0] != "0" {
@@ -107,10 +107,10 @@ func TestDryRunUndecidedAdmissionKeepsTheOtherLimitsLegacyRoom(t *testing.T) {
 		core.WithDryRun(), core.WithHeaders(core.HeadersLegacy), core.WithErrorHook(func(context.Context, error) {}))
 	in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req()}
 	h := adapter.HeaderMap{}
-	if !adapter.Check(appWide, context.Background(), in, h).Allowed {
+	if !appWide.Check(context.Background(), in, h).Allowed {
 		t.Fatal("app-wide limit refused")
 	}
-	if !adapter.Check(trial, context.Background(), in, h).Allowed {
+	if !trial.Check(context.Background(), in, h).Allowed {
 		t.Fatal("a dry-run limit refused")
 	}
 	if got := h.Values(adapter.HeaderRemaining); len(got) != 1 || got[0] != "2" {

@@ -87,7 +87,7 @@ func TestCostBelowOneReachesTheStoreAsOne(t *testing.T) {
 		l := adapter.Must(3, time.Hour, core.WithStore(s), core.WithCost(func(core.Request) int { return c }))
 		admitted := 0
 		for range 5 {
-			if adapter.Check(l, context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1", Request: req()}, nil).Allowed {
+			if l.Check(context.Background(), adapter.Input{Route: "/r", Peer: "192.0.2.1:1", Request: req()}, nil).Allowed {
 				admitted++
 			}
 		}

@@ -18,7 +18,7 @@ func admitted(ls []adapter.Limiter, in adapter.Input, n int) int {
 	for range n {
 		ok := true
 		for _, l := range ls {
-			if ok = adapter.Check(l, context.Background(), in, nil).Allowed; !ok {
+			if ok = l.Check(context.Background(), in, nil).Allowed; !ok {
 				break
 			}
 		}
@@ -66,7 +66,7 @@ func TestQuotaResetReachesTiersAndAddressFallback(t *testing.T) {
 		if err := q.Reset(context.Background(), c.key); err != nil {
 			t.Fatal(err)
 		}
-		if v := adapter.Check(l, context.Background(), c.in, nil); !v.Allowed {
+		if v := l.Check(context.Background(), c.in, nil); !v.Allowed {
 			t.Fatalf("%s: after Quota.Reset(%q) still refused (%v of %v)", c.name, c.key, v.Decision.RetryAfter, v.Decision.Rate)
 		}
 	}

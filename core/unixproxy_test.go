@@ -58,7 +58,7 @@ func TestUnixSocketProxyTrustedAsUnix(t *testing.T) {
 	} {
 		for j, want := range c.allowed {
 			in := adapter.Input{Route: "/r", Peer: "@", Request: req("X-Real-Ip", c.ip)}
-			if got := adapter.Check(single, context.Background(), in, nil).Allowed; got != want {
+			if got := single.Check(context.Background(), in, nil).Allowed; got != want {
 				t.Errorf("client %d (%s), request %d: allowed %v, want %v", i, c.ip, j+1, got, want)
 			}
 		}

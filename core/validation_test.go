@@ -102,7 +102,7 @@ func TestHugeCounts(t *testing.T) {
 		}
 		for range 3 {
 			h := adapter.HeaderMap{}
-			v := adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h)
+			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h)
 			if !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
 				t.Fatalf("%s: %+v, fields %v", good, v, h)
 			}
@@ -148,7 +148,7 @@ func TestRegisteredLimitsCountApart(t *testing.T) {
 	first, _ := adapter.New(2, 7*time.Minute, store)
 	second, _ := adapter.New(2, 7*time.Minute, store)
 	for i, l := range []adapter.Limiter{first, first, second, second} {
-		if v := adapter.Check(l, context.Background(), in, nil); !v.Allowed {
+		if v := l.Check(context.Background(), in, nil); !v.Allowed {
 			t.Fatalf("request %d refused: the two limits share a bucket", i+1)
 		}
 	}
@@ -158,7 +158,7 @@ func TestRegisteredLimitsCountApart(t *testing.T) {
 		again = append(again, l)
 	}
 	for i, l := range []adapter.Limiter{again[0], again[1], again[0], again[1]} {
-		if v := adapter.Check(l, context.Background(), in, nil); v.Allowed != (i < 3) {
+		if v := l.Check(context.Background(), in, nil); v.Allowed != (i < 3) {
 			t.Fatalf("request %d: allowed %v; one site registering twice must name one bucket", i+1, v.Allowed)
 		}
 	}
@@ -198,7 +198,7 @@ func TestLargestIntCountRegisters(t *testing.T) {
 			t.Fatalf("%s: %v", policy, err)
 		}
 		h := adapter.HeaderMap{}
-		if v := adapter.Check(l, context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
+		if v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
 			t.Fatalf("%s: %+v, fields %v", policy, v, h)
 		}
 	}

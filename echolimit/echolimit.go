@@ -85,7 +85,7 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		// skip or cost function or trusted proxies will read it.
 		req = &request{c}
 	}
-	v := m.l.Check(r.Context(), c.Path(), peer, req, false, adapter.HeaderMap(c.Response().Header()))
+	v := m.l.Check(r.Context(), adapter.Input{Route: c.Path(), Peer: peer, Request: req}, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			return next(c)

@@ -83,7 +83,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 				peer, canonical = adapter.PeerString(a), true
 			}
 		}
-		v := l.Check(c.UserContext(), c.Route().Path, peer, request{c}, canonical, (*header)(&c.Response().Header))
+		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Canonical: canonical, Request: request{c}}, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()

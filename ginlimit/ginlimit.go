@@ -59,7 +59,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		if frameworkIP {
 			peer = c.ClientIP()
 		}
-		v := l.Check(c.Request.Context(), c.FullPath(), peer, request{c}, false, adapter.HeaderMap(c.Writer.Header()))
+		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}}, adapter.HeaderMap(c.Writer.Header()))
 		if v.Allowed {
 			if v.Release == nil {
 				c.Next()

@@ -347,7 +347,7 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method, route strin
 	}
 	h := &headerSetter{md: metadata.MD{}}
 	h.sent, _ = ctx.Value(sentKey{}).(metadata.MD)
-	v := e.l.Check(ctx, route, addr, req, false, h)
+	v := e.l.Check(ctx, adapter.Input{Route: route, Peer: addr, Request: req}, h)
 	md := h.md
 	if len(md) == 0 {
 		md = nil

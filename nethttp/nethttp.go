@@ -90,7 +90,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			req = &routedRequest{request{r}, route}
 		}
 	}
-	v := h.l.Check(r.Context(), route, r.RemoteAddr, req, false, adapter.HeaderMap(w.Header()))
+	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: req}, adapter.HeaderMap(w.Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			h.next.ServeHTTP(w, r)

@@ -48,7 +48,7 @@ func TestRequestPastItsDeadlineIsRefusedUnderFailOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := adapter.Input{Route: "/r", Peer: "192.0.2.7:1234"}
-			if v := adapter.Check(l, context.Background(), in, nil); !v.Allowed || v.Err != nil {
+			if v := l.Check(context.Background(), in, nil); !v.Allowed || v.Err != nil {
 				t.Fatalf("first request: allowed %v err %v, want admitted", v.Allowed, v.Err)
 			}
 			admitted := 0
@@ -57,7 +57,7 @@ func TestRequestPastItsDeadlineIsRefusedUnderFailOpen(t *testing.T) {
 				// Deadlines from 5 µs up: some end inside the round trip.
 				d := time.Duration(5+(i*37)%tc.maxUs) * time.Microsecond
 				ctx, cancel := context.WithTimeout(context.Background(), d)
-				v := adapter.Check(l, ctx, in, nil)
+				v := l.Check(ctx, in, nil)
 				cancel()
 				if v.Allowed {
 					if admitted == 0 {

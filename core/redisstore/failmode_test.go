@@ -58,7 +58,7 @@ func TestFailModesWithRedisDown(t *testing.T) {
 				// Not run again when late: each request counts, in Redis or locally.
 				m := startStallMeter()
 				start := time.Now()
-				v := adapter.Check(l, context.Background(), in, nil)
+				v := l.Check(context.Background(), in, nil)
 				el := time.Since(start)
 				if stall := m.Stop(); down && el > timeout+100*time.Millisecond+stall {
 					t.Errorf("%s: took %v, deadline %v plus 100ms and the machine's delay %v", what, el, timeout, stall)
@@ -82,7 +82,7 @@ func TestFailModesWithRedisDown(t *testing.T) {
 			}
 			up.use(roomyStore)
 			deadline := time.Now().Add(5 * time.Second)
-			for adapter.Check(l, context.Background(), in, nil).Err != nil {
+			for l.Check(context.Background(), in, nil).Err != nil {
 				if time.Now().After(deadline) {
 					t.Fatal("decisions did not resume within 5 s of the restart")
 				}

@@ -103,7 +103,7 @@ func instanceMain() int {
 	for _, route := range []string{"/a", "/b"} {
 		n := 0
 		for range instanceRequests {
-			v := adapter.Check(limits[route], context.Background(), adapter.Input{Route: route, Peer: "192.0.2.7:1234"}, nil)
+			v := limits[route].Check(context.Background(), adapter.Input{Route: route, Peer: "192.0.2.7:1234"}, nil)
 			if v.Err != nil {
 				fmt.Fprintln(os.Stderr, "instance:", v.Err)
 				return 1

@@ -80,7 +80,7 @@ func TestOutOfMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := adapter.Input{Route: "/r", Peer: "192.0.2.9:1234"}
-	if v := adapter.Check(l, ctx, in, nil); v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "OOM") {
+	if v := l.Check(ctx, in, nil); v.Allowed || v.Status != 503 || v.Err == nil || !strings.Contains(v.Err.Error(), "OOM") {
 		t.Fatalf("Limiter failing closed, memory full: allow %v status %d err %v; want refused with 503 and the OOM error", v.Allowed, v.Status, v.Err)
 	}
 	if len(hooked) != 1 {
@@ -93,7 +93,7 @@ func TestOutOfMemory(t *testing.T) {
 	if d, err := store.Decide(ctx, core.Query{Policy: p, Key: "new"}); err != nil || !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("memory freed: %+v %v, want the first grant", d, err)
 	}
-	if v := adapter.Check(l, ctx, in, nil); !v.Allowed || v.Err != nil {
+	if v := l.Check(ctx, in, nil); !v.Allowed || v.Err != nil {
 		t.Fatalf("Limiter, memory freed: allow %v err %v, want admitted", v.Allowed, v.Err)
 	}
 }

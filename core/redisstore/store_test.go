@@ -83,7 +83,7 @@ func TestMatchesEngine(t *testing.T) {
 				clock := storetest.NewManualClock(start)
 				store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)),
 					redisstore.WithClock(clock.Now), redisstore.WithDenyCache(deny))
-				states := map[string][]int64{"a": redisstore.EngineState(p), "b": redisstore.EngineState(p)}
+				eng := newEngine(clock)
 				// Grants admitted in Enforce mode, some given back later (as a limit
 				// counting by outcome does), often after later grants: the engine's
 				// name for each and the store's.
@@ -99,7 +99,9 @@ func TestMatchesEngine(t *testing.T) {
 						i := rng.IntN(len(grants))
 						g := grants[i]
 						grants = append(grants[:i], grants[i+1:]...)
-						redisstore.EngineRelease(p, states[g.key], g.engine, g.cost)
+						if err := eng.Release(context.Background(), core.Query{Policy: p, Key: g.key, Cost: g.cost}, g.engine); err != nil {
+							t.Fatalf("step %d: the engine's Release: %v", step, err)
+						}
 						if err := store.Release(context.Background(), core.Query{Policy: p, Key: g.key, Cost: g.cost}, g.redis); err != nil {
 							t.Fatalf("step %d: Release: %v", step, err)
 						}
@@ -133,11 +135,12 @@ func TestMatchesEngine(t *testing.T) {
 						key = "b"
 					}
 					cost, mode := randomAsk(rng, 4, 0, min(minCount, 4), 10) // cost 0 counts as 1
-					want, err := redisstore.EngineDecide(p, states[key], now.Sub(time.Unix(0, 0)).Nanoseconds(), cost, mode)
+					q := core.Query{Policy: p, Key: key, Cost: cost, Mode: mode}
+					want, err := eng.Decide(context.Background(), q)
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := store.Decide(context.Background(), core.Query{Policy: p, Key: key, Cost: cost, Mode: mode})
+					got, err := store.Decide(context.Background(), q)
 					if err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
@@ -808,19 +811,20 @@ func TestBoundedRetryAfterPenaltyJump(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	clock := storetest.NewManualClock(start)
 	store := redisstore.New(newClient(t, standalone), roomy, redisstore.WithPrefix(freshPrefix(t)), redisstore.WithClock(clock.Now), redisstore.WithDenyCache(false))
-	state := redisstore.EngineState(p)
+	eng := newEngine(clock)
 	for _, s := range []struct {
 		at   time.Duration
 		cost int
 		mode core.Mode
 	}{{0, 600, core.Enforce}, {50 * time.Millisecond, 400, core.Enforce}, {102 * time.Millisecond, 700, core.Penalty}} {
 		clock.Advance(start.Add(s.at).Sub(clock.Now()))
-		want, err := redisstore.EngineDecide(p, state, clock.Now().UnixNano(), s.cost, s.mode)
+		q := core.Query{Policy: p, Key: "k", Cost: s.cost, Mode: s.mode}
+		want, err := eng.Decide(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := store.Decide(context.Background(), core.Query{Policy: p, Key: "k", Cost: s.cost, Mode: s.mode})
-		if want.Grant != 0 && got.Grant*1000 != want.Grant {
+		got, err := store.Decide(context.Background(), q)
+		if recorded := s.mode == core.Penalty || want.Allowed && s.mode == core.Enforce; recorded && got.Grant*1000 != want.Grant {
 			t.Fatalf("t+%v: the store's grant is at %d µs, the engine's at %d ns (%v)", s.at, got.Grant, want.Grant, err)
 		}
 		got.Grant, want.Grant = 0, 0 // microseconds against nanoseconds

@@ -86,7 +86,7 @@ func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	// client. A 405, or a 404 caught by a RouteNotFound route (which groups with
 	// middleware register), reports a registered pattern, never the request's path.
 	// c.RouteInfo() copies the route on every call.
-	v := m.l.Check(r.Context(), c.Path(), peer, (*request)(c), false, adapter.HeaderMap(c.Response().Header()))
+	v := m.l.Check(r.Context(), adapter.Input{Route: c.Path(), Peer: peer, Request: (*request)(c)}, adapter.HeaderMap(c.Response().Header()))
 	if v.Allowed {
 		if v.Release == nil {
 			return next(c)

@@ -123,7 +123,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 		} else {
 			ctx = c.Context()
 		}
-		v := l.Check(ctx, route(c), peer, req, canonical, (*header)(&c.Response().Header))
+		v := l.Check(ctx, adapter.Input{Route: route(c), Peer: peer, Canonical: canonical, Request: req}, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()

@@ -5,7 +5,6 @@
 package adapter
 
 import (
-	"context"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -34,87 +33,38 @@ const (
 	HeaderReset           = hook.HeaderReset
 )
 
-// A Limiter is one registered limit. Adapters build one when a route is registered.
-type Limiter interface {
-	// Check decides one request and, when h is not nil, writes its rate-limit fields in
-	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
-	// help. It never fails: store errors go to the error hook and the fail mode decides.
-	// ctx may be nil when r is set: the request's context is then read only where it is
-	// needed (a store across a network, an error to report).
-	//
-	// The request is given as an Input's fields (see Input), not as one: a struct of
-	// that size goes through memory, and copying it into the call right after building
-	// it stalls on the stores just made, on every request.
-	Check(ctx context.Context, route, peer string, r core.Request, canonical bool, h HeaderSetter) Verdict
-	// Settle finishes an admitted request whose Verdict carries a Release, once its
-	// handler has answered with status: the limit's rule decides whether it counts. A
-	// request whose status cannot be known (its handler panicked, its connection was
-	// taken over) is not settled, and counts.
-	Settle(ctx context.Context, v Verdict, status int)
-	// Counts reports whether the limit's rule (core.WithCountWhen) counts a request
-	// answered with status; without a rule every request counts.
-	Counts(status int) bool
-	// DenyBody returns the plain-text body of a refusal answered with status whose
-	// Verdict carried err.
-	DenyBody(status int, err error) string
-	// Extension returns the adapter's setting stored under key by Option, or nil.
-	Extension(key any) any
-	// NeedsRequest reports whether Check reads Input.Request (key, skip or cost functions,
-	// trusted proxies): adapters whose Request allocates build one only then.
-	NeedsRequest() bool
-	// FrameworkIP reports whether core.WithClientIPFromFramework was given.
-	FrameworkIP() bool
-	// Policy returns the limit's policy.
-	Policy() *core.Policy
-	// WarnUnrouted tells the limit of a request it decided with no route that the router
-	// then routed to pattern: it runs before routing, and every route shares one bucket.
-	// The limit warns once (core.WithWarnings), with fix, how the adapter's users give it
-	// the route.
-	WarnUnrouted(ctx context.Context, pattern, fix string)
-}
+// A Limiter is one registered limit (see hook.Limiter). Adapters build one when a route
+// is registered, and call its Check for every request.
+type Limiter = hook.Limiter[core.Request, core.Decision, *core.Policy]
 
-// Check calls l.Check with in's fields.
-func Check(l Limiter, ctx context.Context, in Input, h HeaderSetter) Verdict {
-	return l.Check(ctx, in.Route, in.Peer, in.Request, in.Canonical, h)
-}
+// fromCore is how limits are built, registered by package core when it is initialized
+// (see hook.Core for why it is not core's exported API).
+var fromCore = hook.Registered[core.Option, Limiter]()
 
 // Must builds the limit "count per period" with opts, for an adapter's Limit: bad
 // arguments panic, naming the value and the application's line that registered the limit.
 func Must(count int, period time.Duration, opts ...core.Option) Limiter {
-	l, _ := hook.Build(count, period, "", false, opts, true)
-	return l.(Limiter)
+	return fromCore.Must(count, period, opts)
 }
 
 // New builds the limit "count per period" with opts, returning bad arguments as an error.
 func New(count int, period time.Duration, opts ...core.Option) (Limiter, error) {
-	l, err := hook.Build(count, period, "", false, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	return l.(Limiter), nil
+	return fromCore.New(count, period, opts)
 }
 
 // Parse builds the limit of a policy's text form with opts, for an adapter's New.
 func Parse(policy string, opts ...core.Option) (Limiter, error) {
-	l, err := hook.Build(0, 0, policy, true, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	return l.(Limiter), nil
+	return fromCore.Parse(policy, opts)
 }
 
 // Option returns a core.Option that stores an adapter's setting (a deny handler in the
 // framework's idiom, say) under key, for the adapter to read back with Limiter.Extension.
-func Option(key, value any) core.Option {
-	return hook.Extension(key, value).(core.Option)
-}
+func Option(key, value any) core.Option { return fromCore.Extension(key, value) }
 
 // Refuse returns an option that fails the registration with err, for an adapter's option
 // given a value it cannot use (a nil mux): refused where the limit is declared, with the
 // route and line named, rather than failing each request.
-func Refuse(err error) core.Option {
-	return hook.Refuse(err).(core.Option)
-}
+func Refuse(err error) core.Option { return fromCore.Refuse(err) }
 
 // NoFrameworkIP marks the limits of an adapter whose framework has no client IP of its own
 // (net/http): core.WithClientIPFromFramework is refused where such a limit is registered.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
-	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // BenchApps are the applications the middleware benchmarks compare: one route, bare, then
@@ -27,7 +26,7 @@ func BenchApps() []struct {
 		return []Limit{{Count: 100, Period: time.Microsecond, Opts: opts}}
 	}
 	// A policy of every size, each admitting every request: the store's clock runs a
-	// little faster than the rate allows (see hook.RunAhead).
+	// little faster than the rate allows (see aheadClock).
 	// The store's sweep interval (a minute of its clock by default) is scaled with that
 	// clock, as if each request took a microsecond: without it, a clock that moves 21 s a
 	// request would start a pass over the idle keys every third request, where a real
@@ -38,8 +37,7 @@ func BenchApps() []struct {
 		if perMinute := int64(time.Minute / time.Microsecond); int64(step) < math.MaxInt64/perMinute {
 			sweep = time.Duration(perMinute) * step
 		}
-		store := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: sweep})
-		hook.RunAhead(store, step)
+		store := core.NewMemoryStore(&core.MemoryConfig{SweepInterval: sweep, Now: aheadClock(step)})
 		opts := []core.Option{core.WithStore(store), core.WithShortPeriods()}
 		return []Limit{{Count: count, Period: period, Opts: opts}}
 	}
@@ -57,6 +55,20 @@ func BenchApps() []struct {
 		{"standard-1e9per1h", App{Routes: []Route{{Path: "/user/:id", Limits: sized(1e9, time.Hour)}}}, true},
 		{"standard-1e6per1s", App{Routes: []Route{{Path: "/user/:id", Limits: sized(1e6, time.Second)}}}, true},
 		{"standard-20per50ms", App{Routes: []Route{{Path: "/user/:id", Limits: sized(20, 50*time.Millisecond)}}}, false},
+	}
+}
+
+// aheadClock returns a clock for a memory store (MemoryConfig.Now) in a benchmark of the
+// admitted path under any rate: the monotonic one, moved on by step more at every reading.
+// One client sending as fast as it can then stays within any rate whose count per period
+// is slower than step, while the store still reads a real clock at every decision. The
+// store is then for one goroutine only.
+func aheadClock(step time.Duration) func() time.Time {
+	start := time.Now()
+	var n time.Duration
+	return func() time.Time {
+		n++
+		return start.Add(time.Since(start) + n*step)
 	}
 }
 

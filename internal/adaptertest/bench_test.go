@@ -25,7 +25,7 @@ func BenchmarkCoreCheck(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				clear(h) // a response's fields start empty: limits add to them
-				v := adapter.Check(l, ctx, in, h)
+				v := l.Check(ctx, in, h)
 				if !v.Allowed {
 					b.Fatal("refused")
 				}

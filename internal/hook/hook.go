@@ -1,16 +1,15 @@
 // Package hook joins package core to the adapters without a public API between them: core
-// implements the limit that adapters apply, and sets the functions here when it is
-// initialized; package adapter gives the adapters a typed view of them. It imports nothing
-// of reqlimit's, so that core can import it.
+// implements the limit that adapters apply and registers how to build one (a Core) when it
+// is initialized; package adapter gives it to the adapters with core's types filled in.
+// It imports nothing of reqlimit's, so that core can import it: its types take core's as
+// type parameters.
 package hook
 
 import (
 	"strings"
-	"time"
 )
 
-// Input is what an adapter knows of a request. R is core.Request. Within core it is
-// passed by pointer: a copy of it, read right after it was written, stalls.
+// Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
 	// Route is the matched route pattern, "" when the adapter does not know it (no route
 	// matched, or the middleware runs before routing). All requests with an unknown route
@@ -103,36 +102,6 @@ type BatchKey struct{}
 // client IP of its own (net/http) marks its limits: core.WithClientIPFromFramework is then
 // refused where the limit is registered, rather than ignored.
 type NoFrameworkIPKey struct{}
-
-// Set by package core when it is initialized.
-var (
-	// Build builds a limit: count per period, or with parse the policy's text, with opts, a
-	// []core.Option. It returns a core limit, which package adapter's Limiter describes.
-	// Errors and panics name where the limit was registered.
-	Build func(count int, period time.Duration, policy string, parse bool, opts any, panics bool) (any, error)
-	// Extension returns a core.Option (as any) that stores an adapter's setting under key.
-	Extension func(key, value any) any
-	// Refuse returns a core.Option (as any) that fails the registration with err: an
-	// adapter's option given a value it cannot use.
-	Refuse func(err error) any
-)
-
-// Set by package core when it is initialized, for tests that hold another store to the
-// engine decision for decision (the Redis scripts): policy is a *core.Policy, the decision a
-// core.Decision, mode a core.Mode.
-var (
-	NewState     func(policy any) []int64
-	DecideState  func(policy any, state []int64, now int64, cost int, mode uint8) (decision any, err error)
-	ReleaseState func(policy any, state []int64, grant int64, cost int)
-)
-
-// RunAhead is set by package core when it is initialized, for benchmarks of the admitted
-// path under any rate: it makes a new memory store (a *core.MemoryStore, not yet used)
-// read its own clock, the monotonic one, moved on by step more at every reading. One
-// client sending as fast as it can then stays within any rate whose count per period is
-// slower than step, at the cost of the store's own clock plus an add. The store is then
-// for one goroutine only.
-var RunAhead func(store any, step time.Duration)
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
 // without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.

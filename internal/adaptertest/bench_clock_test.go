@@ -1,4 +1,4 @@
-package core_test
+package adaptertest
 
 import (
 	"context"
@@ -6,13 +6,12 @@ import (
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
-	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // The middleware benchmarks measure the admitted path of any rate on a store whose clock
-// runs ahead by a step per reading (hook.RunAhead): a step slower than the rate admits
-// every request, one faster refuses some, and the store's own clock still moves under it.
-func TestRunAheadMovesTheClockOnByAStepPerReading(t *testing.T) {
+// runs ahead by a step per reading (aheadClock): a step slower than the rate admits every
+// request, one faster refuses some, and the monotonic clock still moves under it.
+func TestAheadClockMovesTheStoreOnByAStepPerReading(t *testing.T) {
 	ctx := context.Background()
 	p, err := core.ParsePolicy("3/1m")
 	if err != nil {
@@ -20,8 +19,7 @@ func TestRunAheadMovesTheClockOnByAStepPerReading(t *testing.T) {
 	}
 	q := core.Query{Policy: p, Scope: "GET /user/{id}", Key: "192.0.2.1", Cost: 1}
 	decide := func(step time.Duration, n int) (admitted int) {
-		s := core.NewMemoryStore(nil)
-		hook.RunAhead(s, step)
+		s := core.NewMemoryStore(&core.MemoryConfig{Now: aheadClock(step)})
 		for range n {
 			d, err := s.Decide(ctx, q)
 			if err != nil {
@@ -43,6 +41,6 @@ func TestRunAheadMovesTheClockOnByAStepPerReading(t *testing.T) {
 		t.Errorf("a step of 15s admitted %d of 1000 at 3/1m, want about 750", got)
 	}
 	if got := decide(0, 10); got != 3 {
-		t.Errorf("a step of 0 admitted %d of 10 at 3/1m, want 3: the store's own clock", got)
+		t.Errorf("a step of 0 admitted %d of 10 at 3/1m, want 3: the monotonic clock", got)
 	}
 }
