@@ -99,7 +99,7 @@ func QuotaLimits(q *Quota) int {
 }
 
 // QuotaHeld is how many limits q holds, collected ones not yet dropped included.
-func QuotaHeld(q *Quota) int { return len(*q.ls.Load()) }
+func QuotaHeld(q *Quota) int { return len(q.ls) }
 
 // ResetKeys is how many of the keys m holds for p record a reset.
 func ResetKeys(m *MemoryStore, p *Policy) int {

@@ -194,19 +194,22 @@ func WithFailMode(m FailMode) Option {
 }
 
 // WithFailStatus sets the status of undecided requests (FailClosed's refusals, requests
-// that ended first): 4xx or 5xx, 503 by default; WithFailStatus(429) answers an outage as
-// over the limit. Each carries Retry-After: 1, a short pause rather than a wait the store
-// worked out, and as body the status's own text ("Service Unavailable") unless it is the
-// deny status (WithDenyResponse), whose body it then gets. gRPC calls get Unavailable
-// whatever the status.
+// that ended first): 4xx or 5xx, 503 by default. Each carries Retry-After: 1 and the
+// status's text as body, or the deny body (WithDenyResponse) if it is the deny status.
+// gRPC calls get Unavailable whatever the status.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
-		if code < 400 || code > 599 {
-			return fmt.Errorf("WithFailStatus(%d): want a 4xx or 5xx status", code)
-		}
 		c.failStatus = code
-		return nil
+		return checkStatus("WithFailStatus(%d)", code)
 	}
+}
+
+// checkStatus refuses a status that is no 4xx or 5xx.
+func checkStatus(call string, code int) error {
+	if code < 400 || code > 599 {
+		return fmt.Errorf(call+": want a 4xx or 5xx status", code)
+	}
+	return nil
 }
 
 // WithErrorHook calls hook with every error but a hang-up, and with the limit's warnings
@@ -218,12 +221,12 @@ func WithErrorHook(hook func(ctx context.Context, err error)) Option {
 // WithObserver adds observe to what every decision calls, on its goroutine.
 func WithObserver(observe func(Event)) Option {
 	return func(c *config) error {
-		// Added, not replaced: an application that takes both metrics integrations, or
-		// metrics and its own log, would lose all but the last without a word.
-		if prev := c.observer; prev != nil && observe != nil {
-			c.observer = func(e Event) { prev(e); observe(e) }
-		} else if observe != nil {
+		// Added, not replaced: both metrics integrations, or metrics and a log, all see.
+		switch prev := c.observer; {
+		case prev == nil:
 			c.observer = observe
+		case observe != nil:
+			c.observer = func(e Event) { prev(e); observe(e) }
 		}
 		return nil
 	}
@@ -233,11 +236,8 @@ func WithObserver(observe func(Event)) Option {
 // Requests" by default; an adapter's WithDenyHandler takes a handler.
 func WithDenyResponse(status int, body string) Option {
 	return func(c *config) error {
-		if status < 400 || status > 599 {
-			return fmt.Errorf("WithDenyResponse(%d, ...): want a 4xx or 5xx status", status)
-		}
 		c.denyStatus, c.denyBody = status, body
-		return nil
+		return checkStatus("WithDenyResponse(%d, ...)", status)
 	}
 }
 
@@ -296,8 +296,8 @@ func WithIPv6Prefix(bits int) Option {
 	}
 }
 
-// withExtension attaches an adapter-specific setting, such as a deny handler in the
-// framework's idiom, under key; adapters reach it through package hook.
+// withExtension attaches an adapter's own setting (a deny handler in the framework's
+// idiom) under key.
 func withExtension(key, value any) Option {
 	return func(c *config) error {
 		if c.extensions == nil {
@@ -311,8 +311,7 @@ func withExtension(key, value any) Option {
 func parsePrefix(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
 		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			// ::ffff:10.0.0.0/104 means 10.0.0.0/8: the addresses it is matched with
-			// are unmapped, and a mapped prefix contains no unmapped address.
+			// ::ffff:10.0.0.0/104 means 10.0.0.0/8: addresses are matched unmapped.
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		return p.Masked(), nil

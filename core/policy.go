@@ -1,11 +1,10 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -104,13 +103,19 @@ func parsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// checkFloor refuses a rate whose period is below minPeriod. The first text rates were
-// read from a policy's text, whose periods have their unit written.
+// checkFloor refuses a period below minPeriod. The first text rates were read from a
+// policy's text; a period from Go code may be a bare number, which is nanoseconds.
 func (p *Policy) checkFloor(text int) error {
 	for i, r := range p.rates {
-		if err := r.checkFloor(i >= text); err != nil {
-			return fmt.Errorf("rate %d (%d per %v): %w", i+1, r.Count, r.Period, err)
+		if r.Period >= minPeriod {
+			continue
 		}
+		hint := ""
+		if i >= text {
+			hint = fmt.Sprintf("a bare number is nanoseconds: write the unit, as in %d*time.Second; ", int64(r.Period))
+		}
+		return fmt.Errorf("rate %d (%d per %v): period %v is below the %v minimum (%sWithShortPeriods allows shorter periods): %w",
+			i+1, r.Count, r.Period, r.Period, minPeriod, hint, ErrBadPolicy)
 	}
 	return nil
 }
@@ -121,15 +126,15 @@ func parseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("want COUNT/PERIOD, such as 3/1m")
 	}
 	text := strings.TrimSpace(count)
-	n, err := strconv.ParseInt(text, 10, 64)
+	n, ok := new(big.Int).SetString(text, 10)
 	switch {
-	case err == nil && n > maxCount, errors.Is(err, strconv.ErrRange) && digits(strings.TrimPrefix(text, "+")):
-		return Rate{}, aboveLargest(text)
-	case err == nil && n < math.MinInt, errors.Is(err, strconv.ErrRange) && digits(strings.TrimPrefix(text, "-")):
-		return Rate{}, belowOne(text) // what validate says of other counts below 1, which an int holds
-	case err != nil:
+	case !ok:
 		return Rate{}, fmt.Errorf("bad count %q: want a whole number such as 3 or 1000000000", count)
-	case n > math.MaxInt:
+	case n.Cmp(big.NewInt(maxCount)) > 0:
+		return Rate{}, aboveLargest(text)
+	case n.Cmp(big.NewInt(math.MinInt)) < 0:
+		return Rate{}, belowOne(text) // what validate says of other counts below 1, which an int holds
+	case n.Int64() > math.MaxInt:
 		// A 32-bit platform: a count this large cannot be given as a Rate's int.
 		return Rate{}, fmt.Errorf("count %d is above the largest an int holds on this platform, %d: give a smaller count over a shorter period, or build for 64 bits", n, math.MaxInt)
 	}
@@ -137,32 +142,14 @@ func parseRate(s string) (Rate, error) {
 	if err != nil {
 		return Rate{}, err
 	}
-	return Rate{Count: int(n), Period: d}, nil
-}
-
-// digits reports whether s is a decimal number's digits, and nothing else: ParseInt
-// reports a number too long for int64 before any byte after it that makes it no number.
-func digits(s string) bool {
-	for i := range len(s) {
-		if s[i]-'0' > 9 {
-			return false
-		}
-	}
-	return s != ""
+	return Rate{Count: int(n.Int64()), Period: d}, nil
 }
 
 // Rates returns a copy of the policy's rates, in the order given.
 func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
 
 // indexOf returns the index of the first of p's rates equal to r, or -1.
-func (p *Policy) indexOf(r Rate) int {
-	for i, pr := range p.rates {
-		if pr == r {
-			return i
-		}
-	}
-	return -1
-}
+func (p *Policy) indexOf(r Rate) int { return slices.Index(p.rates, r) }
 
 // String returns the canonical text form, which ParsePolicy reads back.
 func (p *Policy) String() string { return p.text }

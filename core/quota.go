@@ -9,13 +9,11 @@ import (
 	"reflect"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"weak"
 )
 
 // A Quota reaches a registered limit's buckets outside requests: forget a client's grants
-// or see what it has left. Hand it to a limit named with WithScope, so that every instance
-// names the buckets alike:
+// or see what it has left. Hand it to a limit named with WithScope:
 //
 //	login := new(core.Quota)
 //	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithScope("login"), core.WithKey(byUser), core.WithQuota(login)), h)
@@ -23,13 +21,13 @@ import (
 //	err := login.Reset(ctx, "alice")
 //
 // key is what the limit keys by: the key function's value, or the client's address
-// ("192.0.2.1"; for IPv6 any address in its /64, or the /64 as the limit writes it,
-// "2001:db8:1:2::/64"), which Reset and Peek also find where a key function gave none.
-// Safe for concurrent use; fails until registered.
+// ("192.0.2.1"; for IPv6 any address in its /64, or "2001:db8:1:2::/64"), which Reset and
+// Peek also find where a key function gave none. Safe for concurrent use; fails until
+// registered.
 type Quota struct {
-	mu   sync.Mutex             // serializes registrations
-	last map[string]*quotaBatch // the last batch registered from each site, with its scope
-	ls   atomic.Pointer[[]weak.Pointer[limiter]]
+	mu   sync.Mutex
+	last map[string]*quotaBatch // the last batch registered from each site and scope
+	ls   []weak.Pointer[limiter]
 }
 
 // A quotaBatch is the limits one call registered: one for an adapter's Limit, one per
@@ -42,16 +40,10 @@ type quotaBatch struct {
 // errNoLimit is returned by a Quota whose limit has not been registered.
 var errNoLimit = errors.New("reqlimit: the quota's limit is not registered (WithQuota)")
 
-// register adds l, registered at site (its caller's stack) in batch (hook.BatchKey's
-// value, nil for a limit registered alone), to the limits q reaches. q holds limits
-// weakly: a router rebuilt (on a configuration reload, say) registers its limits again,
-// maybe with other policies, and the limits it no longer uses must stop answering Peek,
-// and stop taking room in q, once collected. Until then they answer too: where a limit
-// was registered cannot tell a rebuilt router's limits from those a loop registers from
-// one line, which all stay in use, and of the two errors, an old limit's answer is the
-// stricter. q holds the last batch from each site and scope strongly, so that limits
-// registered only to be reset (by a process sharing a Redis that serves no requests) stay
-// reached, every entry of one grpclimit.New among them.
+// register adds l, registered at site in batch (hook.BatchKey's value), to the limits q
+// reaches. q holds limits weakly, so that a rebuilt router's old limits stop answering
+// once collected (until then their answer is the stricter), and the last batch from each
+// site and scope strongly, so that limits registered only to be reset stay reached.
 func (q *Quota) register(l *limiter, site string, batch any) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -65,26 +57,19 @@ func (q *Quota) register(l *limiter, site string, batch any) {
 		q.last[site] = b
 	}
 	b.ls = append(b.ls, l)
-	var ls []weak.Pointer[limiter]
-	if old := q.ls.Load(); old != nil {
-		for _, w := range *old {
-			if w.Value() != nil {
-				ls = append(ls, w)
-			}
-		}
-	}
-	ls = append(ls, weak.Make(l))
-	q.ls.Store(&ls)
+	q.ls = slices.DeleteFunc(q.ls, func(w weak.Pointer[limiter]) bool { return w.Value() == nil })
+	q.ls = append(q.ls, weak.Make(l))
 }
 
 // limits returns the limits q reaches, or errNoLimit before one is registered.
 func (q *Quota) limits() ([]*limiter, error) {
-	ws := q.ls.Load()
-	if ws == nil {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ls == nil {
 		return nil, errNoLimit
 	}
-	ls := make([]*limiter, 0, len(*ws))
-	for _, w := range *ws {
+	var ls []*limiter
+	for _, w := range q.ls {
 		if l := w.Value(); l != nil {
 			ls = append(ls, l)
 		}
@@ -117,8 +102,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	// A bucket that fails to reset does not keep the others from resetting: the error
-	// names each that failed, and calling Reset again resets them all again.
+	// A bucket that fails to reset does not keep the others from resetting.
 	done := map[bucketID]bool{}
 	var errs []error
 	for _, l := range ls {
@@ -163,14 +147,11 @@ func (q *Quota) Peek(ctx context.Context, key string) (Decision, error) {
 }
 
 // peek is l's answer for key (see Quota.Peek), asking the store only for the buckets not
-// in seen, which other limits of the same store, policy and scope asked already. Peek has
-// no request to pick a tier by, or to tell whether the key function gave key or none: the
-// buckets holding grants are those the client's requests went to. Another tier's fresh
-// bucket must not answer for it: a free tier's 2/1m is tighter than a paid 5/1m with 3
+// in seen. With no request to pick a tier by, the buckets holding grants are those the
+// client's requests went to: a fresh free tier's 2/1m is tighter than a paid 5/1m with 3
 // left, but the paid tier is what refuses the client.
 func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decision) (Decision, error) {
 	var own, held Decision
-	found := false
 	for i, b := range l.buckets(key) {
 		d, ok := seen[b.id]
 		if !ok {
@@ -183,20 +164,18 @@ func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decisi
 		if i == 0 {
 			own = d
 		}
-		if d.FullReset > 0 && (!found || tighter(d, held)) {
-			held, found = d, true
+		if d.FullReset > 0 && (held.FullReset == 0 || tighter(d, held)) {
+			held = d
 		}
 	}
-	if !found {
+	if held.FullReset == 0 {
 		return own, nil
 	}
 	return held, nil
 }
 
-// A bucketID names a bucket across limits: its store (or, for a store of a type that
-// cannot be compared, the limit, which then shares none), policy, scope and key. Limits
-// alike (a rebuilt router's and the one it replaces, not yet collected) reach the same
-// buckets, which Reset and Peek then ask the store for once.
+// A bucketID names a bucket across limits, so that Reset and Peek ask for it once: its
+// store (or, for a store that cannot be compared, the limit), policy, scope and key.
 type bucketID struct {
 	store              any
 	policy, scope, key string
@@ -208,17 +187,14 @@ type quotaBucket struct {
 	q  Query
 }
 
-// buckets lists l's buckets of key, its own policy's under key first: those of its policy
-// and its counted tiers', each under key and, with a key function, under the address that
-// requests without a key are counted by.
+// buckets lists l's buckets of key, its own policy's first: its policy's and its counted
+// tiers', each under key and, with a key function, under the address fallback.
 func (l *limiter) buckets(key string) []quotaBucket {
 	var store any = l.store
 	if !reflect.ValueOf(l.store).Comparable() {
 		store = l
 	}
-	// An address is found as the limit keys its client: IPv6 by its prefix, an
-	// IPv4-mapped one as IPv4. A key function's values are taken as they are.
-	addr := key
+	addr := key // an address as the limit keys its client: IPv6 by its prefix
 	if a, err := netip.ParseAddr(key); err == nil {
 		addr = l.formatAddr(a)
 	}
@@ -228,12 +204,13 @@ func (l *limiter) buckets(key string) []quotaBucket {
 	}
 	ts := []*limiter{l}
 	for _, name := range slices.Sorted(maps.Keys(l.tiers)) {
-		if t := l.tiers[name]; t != nil { // nil: an unlimited tier, which has no bucket
-			ts = append(ts, t)
-		}
+		ts = append(ts, l.tiers[name])
 	}
 	var bs []quotaBucket
 	for _, t := range ts {
+		if t == nil {
+			continue // an unlimited tier, which has no bucket
+		}
 		for _, k := range keys {
 			q := Query{Policy: t.policy, Scope: t.scope(""), Key: k, Mode: Peek, Cost: 1}
 			bs = append(bs, quotaBucket{bucketID{store, t.policy.text, q.Scope, k}, q})

@@ -16,24 +16,16 @@ type Rate struct {
 	Period time.Duration
 }
 
-// exactMax is the largest Count kept as an exact log of grant times. Larger rates keep
-// boundedBuckets counters, re-granting a freed slot up to Period/boundedBuckets late.
-const exactMax = bounds.LargestExact
+// A rate's bounds, which package bounds states for the stores and tools too.
+const (
+	exactMax       = bounds.LargestExact // larger counts keep boundedBuckets sub-window sums
+	boundedBuckets = bounds.Buckets
+	minPeriod      = bounds.ShortestPeriod // without WithShortPeriods
+	maxCount       = bounds.LargestCount
 
-// boundedBuckets is the number of sub-windows a rate above exactMax splits its Period into.
-const boundedBuckets = bounds.Buckets
-
-// maxPeriod is the longest period a rate may have, about 146 years (2^62 ns): times plus
-// a period must never overflow int64 nanoseconds.
-const maxPeriod = time.Duration(1 << 62)
-
-// minPeriod is the shortest period a limit accepts without WithShortPeriods: a shorter one
-// is nearly always a missing unit (Limit(3, 60) is 3 per 60 nanoseconds).
-const minPeriod = bounds.ShortestPeriod
-
-// maxCount is the largest count, and so the largest cost, a rate may have: every sum of
-// counts stays exact (in Redis's Lua too) and within a Structured Field integer.
-const maxCount = bounds.LargestCount
+	// maxPeriod, about 146 years: times plus a period never overflow int64 nanoseconds.
+	maxPeriod = time.Duration(1 << 62)
+)
 
 // belowOne is the error of a count below 1, given as text.
 func belowOne(count string) error {
@@ -84,29 +76,12 @@ var periodUnits = []struct {
 }
 
 func formatPeriod(d time.Duration) string {
-	if d <= 0 {
-		return d.String()
-	}
 	for _, u := range periodUnits {
-		if d%u.d == 0 {
+		if d > 0 && d%u.d == 0 {
 			return strconv.FormatInt(int64(d/u.d), 10) + u.suffix
 		}
 	}
 	return d.String()
-}
-
-// checkFloor refuses a period below minPeriod, naming the value and the fix. A period
-// from Go code may be a bare number, which is nanoseconds (Limit(3, 60)): the fix named
-// for it is writing the unit.
-func (r Rate) checkFloor(fromCode bool) error {
-	if r.Period >= minPeriod || r.Period <= 0 {
-		return nil // a non-positive period has its own error
-	}
-	if fromCode {
-		return fmt.Errorf("period %v is below the %v minimum (a bare number is nanoseconds: write the unit, as in %d*time.Second; WithShortPeriods allows shorter periods): %w",
-			r.Period, minPeriod, int64(r.Period), ErrBadPolicy)
-	}
-	return fmt.Errorf("period %v is below the %v minimum (WithShortPeriods allows shorter periods): %w", r.Period, minPeriod, ErrBadPolicy)
 }
 
 // parsePeriod reads a period such as "1m", "2s", "1h30m", "500ms", ".5s", "1d" or a bare

@@ -7,8 +7,7 @@ import (
 )
 
 // A Releaser is a Store that can give a grant back: Release atomically forgets the grant an
-// Enforce decision of q recorded (Decision.Grant) if still counted. Once per grant: a
-// bucket can hold several.
+// Enforce decision of q recorded (Decision.Grant) if still counted, once per grant.
 type Releaser interface {
 	Release(ctx context.Context, q Query, grant int64) error
 }
@@ -35,13 +34,13 @@ func Succeeded(status int) bool { return status < 400 }
 
 // checkCountWhen refuses a limit that counts by outcome without the means to.
 func (l *limiter) checkCountWhen() error {
-	if l.cfg.countWhen == nil {
+	_, ok := l.store.(Releaser)
+	switch {
+	case l.cfg.countWhen == nil:
 		return nil
-	}
-	if l.cfg.mode == Penalty {
+	case l.cfg.mode == Penalty:
 		return errors.New("WithCountWhen with WithPenalty: a refusal the penalty records is never given back, so the two cannot be combined; use one")
-	}
-	if _, ok := l.store.(Releaser); !ok {
+	case !ok:
 		return fmt.Errorf("WithCountWhen: the store %T cannot give a grant back (see core.Releaser)", l.store)
 	}
 	return nil
@@ -56,8 +55,8 @@ type pending struct {
 	route string
 }
 
-// hold returns the grant the decision d of q in store recorded, for the verdict to carry
-// to Settle, or nil when nothing may be given back.
+// hold returns the grant d recorded, for the verdict to carry to Settle, or nil when
+// nothing may be given back.
 func (l *limiter) hold(store Store, q Query, route string, d *Decision) any {
 	if l.cfg.countWhen == nil || !d.Allowed || q.Mode != Enforce {
 		return nil
@@ -65,24 +64,21 @@ func (l *limiter) hold(store Store, q Query, route string, d *Decision) any {
 	return &pending{l: l, store: store, q: q, grant: d.Grant, route: route}
 }
 
-// Counts reports whether the limit's rule counts a request answered with status; without
-// WithCountWhen every request counts. An adapter whose request can be served before its
-// status is known (a gRPC stream that has sent messages) asks it of the served status.
+// Counts reports whether the limit counts a request answered with status (a gRPC stream
+// asks it of a status it served before the end).
 func (l *limiter) Counts(status int) bool {
 	return l.cfg.countWhen == nil || l.cfg.countWhen(status)
 }
 
-// Settle finishes a request whose verdict carried a grant that may be given back: the
-// response's status decides whether it counts. It never fails: a store error goes to the
-// error hook, and the grant stays counted.
+// Settle gives back the verdict's grant if status does not count. A store error goes to
+// the error hook, and the grant stays counted.
 func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
 	p, _ := v.Release.(*pending)
 	if p == nil || p.l.cfg.countWhen(status) {
 		return
 	}
-	// The client may be gone once its response is written; the slot is still the
-	// service's to give back, within the store's own time limit. The memory store
-	// ignores ctx, and spares the context an allocation.
+	// The client may be gone; the slot is still the service's to give back. The memory
+	// store ignores ctx, and spares the context an allocation.
 	if _, mem := p.store.(*MemoryStore); !mem {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -91,8 +87,7 @@ func (l *limiter) Settle(ctx context.Context, v verdict, status int) {
 			status, p.q.Policy, p.route, err), storeError)
 		return
 	}
-	// Released follows Admitted: a grant FailLocal's store made was reported Errored, and
-	// a release of it would make observers' admitted less released go below what was kept.
+	// Released follows Admitted: a grant FailLocal's store made was reported Errored.
 	if p.store == p.l.store {
 		p.l.observe(Released, p.q, p.route, v, 0)
 	}

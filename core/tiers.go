@@ -3,7 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // unlimited, as a tier's policy in WithTiers, lets the tier's requests through uncounted.
@@ -12,21 +13,16 @@ const unlimited = "unlimited"
 // WithTiers picks each request's policy: pick names its tier (a value your authentication
 // stored, never a header the client writes), and tiers maps names to policies in
 // ParsePolicy's form, or to "unlimited", let through uncounted. A tier "" or not in tiers
-// gets the limit's own policy, never none. Each tier has buckets of its own; the response
-// fields and Event show its policy. A bad policy fails registration, naming the tier. The
-// other options apply to every tier, but WithRate only to the limit's own policy.
+// gets the limit's own policy. Each tier has buckets of its own. The other options apply
+// to every tier, but WithRate only to the limit's own policy.
 func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 	return func(c *config) error {
 		if pick == nil || len(tiers) == 0 {
 			return errors.New("WithTiers: want a function naming the request's tier and at least one tier")
 		}
-		names := make([]string, 0, len(tiers))
-		for name := range tiers {
-			names = append(names, name)
-		}
-		sort.Strings(names) // the first bad tier named is the same on every run
 		parsed := make(map[string]*Policy, len(tiers))
-		for _, name := range names {
+		// In order: the first bad tier named is the same on every run.
+		for _, name := range slices.Sorted(maps.Keys(tiers)) {
 			text := tiers[name]
 			if name == "" {
 				return fmt.Errorf("WithTiers: a tier named \"\" (%q); requests without a tier get the limit's own policy", text)
@@ -73,11 +69,8 @@ func (l *limiter) tier(r Request) (*limiter, bool) {
 		return l, true
 	}
 	t, ok := l.tiers[l.cfg.tierPick(r)]
-	switch {
-	case !ok:
+	if !ok {
 		return l, true
-	case t == nil:
-		return nil, false
 	}
-	return t, true
+	return t, t != nil
 }
