@@ -13,8 +13,8 @@ var defaultStore struct {
 	used  bool
 }
 
-// theDefaultStore returns the process-wide store that limits use when no WithStore option
-// is given: an in-memory store unless SetDefaultStore replaced it.
+// theDefaultStore returns the store of limits without WithStore: a MemoryStore unless
+// SetDefaultStore replaced it.
 func theDefaultStore() Store {
 	defaultStore.Lock()
 	defer defaultStore.Unlock()
@@ -25,9 +25,6 @@ func theDefaultStore() Store {
 	return defaultStore.store
 }
 
-// errDefaultStoreInUse is SetDefaultStore's error once a limit has taken the default store.
-var errDefaultStoreInUse = errors.New("reqlimit: default store already in use: set it before registering limits")
-
 // SetDefaultStore replaces the default MemoryStore for limits registered later. It fails
 // for nil, or once a limit took the default store.
 func SetDefaultStore(s Store) error {
@@ -37,21 +34,20 @@ func SetDefaultStore(s Store) error {
 	defaultStore.Lock()
 	defer defaultStore.Unlock()
 	if defaultStore.used {
-		return errDefaultStoreInUse
+		return errors.New("reqlimit: default store already in use: set it before registering limits")
 	}
 	defaultStore.store = s
 	return nil
 }
 
-// checkStore refuses a store that is nil, also as a nil pointer of a store type (a store
-// an application creates only when configured), which would pass registration and then
-// fail every request with a nil dereference, outside any fail mode.
+// checkStore refuses a store that is nil, also as a nil pointer of a store type, which
+// would pass registration and then fail every request outside any fail mode.
 func checkStore(fn string, s Store) error {
 	if s == nil {
 		return fmt.Errorf("%s(nil): a store is required", fn)
 	}
 	switch v := reflect.ValueOf(s); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
 		if v.IsNil() {
 			return fmt.Errorf("%s((%T)(nil)): the store was never created: create it (core.NewMemoryStore, redisstore.New) or leave it out for the default store", fn, s)
 		}

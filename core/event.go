@@ -12,17 +12,12 @@ const (
 	Released                // admitted, then given back: its status did not count (WithCountWhen)
 )
 
+var outcomeNames = [...]string{"admitted", "refused", "error", "released"}
+
 // String names the outcome, for metric labels.
 func (o Outcome) String() string {
-	switch o {
-	case Admitted:
-		return "admitted"
-	case Refused:
-		return "refused"
-	case Errored:
-		return "error"
-	case Released:
-		return "released"
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
 	}
 	return "outcome(" + itoa(int(o)) + ")"
 }

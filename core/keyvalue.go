@@ -5,6 +5,29 @@ import (
 	"reflect"
 )
 
+// KeyByValue keys requests by a value stored on them (Request.Value); one fmt prints
+// anew each time (holding a pointer) is an error: keyed by IP.
+func KeyByValue(key any) KeyFunc {
+	return func(r Request) (string, error) {
+		v := r.Value(key)
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return "", nil // a nil pointer stored: no value, as nil
+		}
+		switch v := v.(type) {
+		case nil:
+			return "", nil
+		case string:
+			return v, nil
+		case fmt.Stringer:
+			return stringOf(key, v)
+		}
+		if !printsAlike(reflect.ValueOf(v), true, 0) {
+			return "", fmt.Errorf("KeyByValue(%v): a %T prints differently in each request (it holds a pointer, a function or a channel): store a string, a number or a fmt.Stringer", key, v)
+		}
+		return fmt.Sprint(v), nil
+	}
+}
+
 // printsAlike reports whether fmt prints v the same in every request that stores an equal
 // value, so that its text can be a key. A pointer prints as its address, unless it is the
 // value itself pointing at a struct, array, slice or map (fmt prints &{...}); so do
@@ -14,63 +37,44 @@ func printsAlike(v reflect.Value, top bool, depth int) bool {
 	if !v.IsValid() {
 		return true // a nil interface: <nil>
 	}
-	if depth > 16 {
+	t := v.Type()
+	switch {
+	case depth > 16:
 		return false
-	}
-	if !top && v.CanInterface() && (v.Type().Implements(stringerType) || v.Type().Implements(errorType)) {
+	case plain(v.Kind()), !top && v.CanInterface() && (t.Implements(stringerType) || t.Implements(errorType)):
 		return true
 	}
-	if plain(v.Kind()) {
+	all := func(n int, at func(int) reflect.Value) bool {
+		for i := range n {
+			if !printsAlike(at(i), false, depth+1) {
+				return false
+			}
+		}
 		return true
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.IsNil() {
-			return true
-		}
-		switch v.Elem().Kind() {
+		switch t.Elem().Kind() {
 		case reflect.Struct, reflect.Array, reflect.Slice, reflect.Map:
-			return top && printsAlike(v.Elem(), false, depth+1)
+			return v.IsNil() || top && printsAlike(v.Elem(), false, depth+1)
 		}
-		return false
+		return v.IsNil()
 	case reflect.Interface:
 		return printsAlike(v.Elem(), false, depth+1)
-	case reflect.Array, reflect.Slice:
-		if plain(v.Type().Elem().Kind()) {
-			return true // bytes, numbers, strings: however many
-		}
-		if v.Len() > 64 {
-			return false
-		}
-		for i := range v.Len() {
-			if !printsAlike(v.Index(i), false, depth+1) {
-				return false
-			}
-		}
-		return true
+	case reflect.Array, reflect.Slice: // of bytes, numbers or strings: however many
+		return plain(t.Elem().Kind()) || v.Len() <= 64 && all(v.Len(), v.Index)
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if !printsAlike(v.Field(i), false, depth+1) {
-				return false
-			}
-		}
-		return true
+		return all(v.NumField(), v.Field)
 	case reflect.Map:
-		if k := v.Type().Key().Kind(); k == reflect.Float32 || k == reflect.Float64 {
-			for it := v.MapRange(); it.Next(); {
-				if f := it.Key().Float(); f != f {
-					return false // NaN keys cannot be sorted: printed in a random order
-				}
-			}
-		}
-		if plain(v.Type().Key().Kind()) && plain(v.Type().Elem().Kind()) {
-			return true // printed in key order: however many
-		}
-		if v.Len() > 64 {
+		plainMap := plain(t.Key().Kind()) && plain(t.Elem().Kind()) // printed in key order: however many
+		if !plainMap && v.Len() > 64 {
 			return false
 		}
 		for it := v.MapRange(); it.Next(); {
-			if !printsAlike(it.Key(), false, depth+1) || !printsAlike(it.Value(), false, depth+1) {
+			if k := it.Key(); k.CanFloat() && k.Float() != k.Float() {
+				return false // NaN keys cannot be sorted: printed in a random order
+			}
+			if !plainMap && !(printsAlike(it.Key(), false, depth+1) && printsAlike(it.Value(), false, depth+1)) {
 				return false
 			}
 		}
@@ -90,15 +94,10 @@ func stringOf(key any, v fmt.Stringer) (s string, err error) {
 	return v.String(), nil
 }
 
-// plain reports whether a value of kind k prints as its contents.
+// plain reports whether a value of kind k prints as its contents: a bool, a number (a
+// uintptr is an address) or a string.
 func plain(k reflect.Kind) bool {
-	switch k {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
-		return true
-	}
-	return false
+	return reflect.Bool <= k && k <= reflect.Complex128 && k != reflect.Uintptr || k == reflect.String
 }
 
 var (

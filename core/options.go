@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/textproto"
-	"reflect"
 	"strings"
 	"time"
 )
@@ -48,11 +47,8 @@ type config struct {
 // WithStore keeps the limit's grants in s rather than in the default store.
 func WithStore(s Store) Option {
 	return func(c *config) error {
-		if err := checkStore("WithStore", s); err != nil {
-			return err
-		}
 		c.store = s
-		return nil
+		return checkStore("WithStore", s)
 	}
 }
 
@@ -73,11 +69,8 @@ type KeyFunc func(Request) (string, error)
 // WithKey counts per key(r) instead of per client IP, still per route.
 func WithKey(key KeyFunc) Option {
 	return func(c *config) error {
-		if key == nil {
-			return fmt.Errorf("WithKey(nil): a key function is required")
-		}
 		c.key = key
-		return nil
+		return require(key != nil, "WithKey(nil): a key function is required")
 	}
 }
 
@@ -85,30 +78,6 @@ func WithKey(key KeyFunc) Option {
 // limit: each value a client makes up gets a quota of its own.
 func KeyByHeader(name string) KeyFunc {
 	return func(r Request) (string, error) { return r.Header(name), nil }
-}
-
-// KeyByValue keys requests by a value stored on them (Request.Value); one fmt prints
-// anew each time (holding a pointer) is an error: keyed by IP.
-func KeyByValue(key any) KeyFunc {
-	return func(r Request) (string, error) {
-		v := r.Value(key)
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			return "", nil // a nil pointer stored: no value, as nil
-		}
-		switch v := v.(type) {
-		case nil:
-			return "", nil
-		case string:
-			return v, nil
-		case fmt.Stringer:
-			return stringOf(key, v)
-		default:
-			if !printsAlike(reflect.ValueOf(v), true, 0) {
-				return "", fmt.Errorf("KeyByValue(%v): a %T prints differently in each request (it holds a pointer, a function or a channel): store a string, a number or a fmt.Stringer", key, v)
-			}
-			return fmt.Sprint(v), nil
-		}
-	}
 }
 
 // WithScope names the buckets' scope instead of the route: limits of one scope and policy
@@ -159,11 +128,8 @@ const (
 // WithHeaders chooses the response fields: HeadersStandard by default.
 func WithHeaders(style HeaderStyle) Option {
 	return func(c *config) error {
-		if style > HeadersOff {
-			return fmt.Errorf("WithHeaders(%d): unknown header style", style)
-		}
 		c.headers = style
-		return nil
+		return require(style <= HeadersOff, "WithHeaders(%d): unknown header style", style)
 	}
 }
 
@@ -185,11 +151,8 @@ const (
 // WithFailMode chooses what a store failure does; the error hook is told.
 func WithFailMode(m FailMode) Option {
 	return func(c *config) error {
-		if m > FailLocal {
-			return fmt.Errorf("WithFailMode(%d): unknown fail mode", m)
-		}
 		c.failMode = m
-		return nil
+		return require(m <= FailLocal, "WithFailMode(%d): unknown fail mode", m)
 	}
 }
 
@@ -200,16 +163,8 @@ func WithFailMode(m FailMode) Option {
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
 		c.failStatus = code
-		return checkStatus("WithFailStatus(%d)", code)
+		return require(code >= 400 && code <= 599, "WithFailStatus(%d): want a 4xx or 5xx status", code)
 	}
-}
-
-// checkStatus refuses a status that is no 4xx or 5xx.
-func checkStatus(call string, code int) error {
-	if code < 400 || code > 599 {
-		return fmt.Errorf(call+": want a 4xx or 5xx status", code)
-	}
-	return nil
 }
 
 // WithErrorHook calls hook with every error but a hang-up, and with the limit's warnings
@@ -237,7 +192,7 @@ func WithObserver(observe func(Event)) Option {
 func WithDenyResponse(status int, body string) Option {
 	return func(c *config) error {
 		c.denyStatus, c.denyBody = status, body
-		return checkStatus("WithDenyResponse(%d, ...)", status)
+		return require(status >= 400 && status <= 599, "WithDenyResponse(%d, ...): want a 4xx or 5xx status", status)
 	}
 }
 
@@ -267,12 +222,8 @@ func WithTrustedProxies(cidrs ...string) Option {
 // as "X-Real-IP", whose last line counts. Other forwarded headers are ignored.
 func WithForwardedHeader(name string) Option {
 	return func(c *config) error {
-		name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
-		if name == "" {
-			return fmt.Errorf("WithForwardedHeader(%q): a header name is required", name)
-		}
-		c.forwardedHeader = name
-		return nil
+		c.forwardedHeader = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+		return require(c.forwardedHeader != "", "WithForwardedHeader(%q): a header name is required", name)
 	}
 }
 
@@ -288,11 +239,8 @@ func WithClientIPFromFramework() Option {
 // subscriber usually holds a whole /64 and can rotate through it.
 func WithIPv6Prefix(bits int) Option {
 	return func(c *config) error {
-		if bits < 1 || bits > 128 {
-			return fmt.Errorf("WithIPv6Prefix(%d): want 1 to 128", bits)
-		}
 		c.ipv6Bits = bits
-		return nil
+		return require(bits >= 1 && bits <= 128, "WithIPv6Prefix(%d): want 1 to 128", bits)
 	}
 }
 
@@ -306,6 +254,14 @@ func withExtension(key, value any) Option {
 		c.extensions[key] = value
 		return nil
 	}
+}
+
+// require returns nil if ok, else an option's error naming the bad value.
+func require(ok bool, format string, args ...any) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {

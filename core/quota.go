@@ -86,11 +86,8 @@ type Resetter interface {
 // WithQuota makes q reach this limit's buckets too; the limit needs WithScope.
 func WithQuota(q *Quota) Option {
 	return func(c *config) error {
-		if q == nil {
-			return errors.New("WithQuota(nil): pass a *core.Quota, such as new(core.Quota)")
-		}
 		c.quota = q
-		return nil
+		return require(q != nil, "WithQuota(nil): pass a *core.Quota, such as new(core.Quota)")
 	}
 }
 

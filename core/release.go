@@ -18,11 +18,8 @@ type Releaser interface {
 // failed give-back counts. The store must implement Releaser; not with WithPenalty.
 func WithCountWhen(counts func(status int) bool) Option {
 	return func(c *config) error {
-		if counts == nil {
-			return errors.New("WithCountWhen(nil): pass a rule on the status, such as core.Failed")
-		}
 		c.countWhen = counts
-		return nil
+		return require(counts != nil, "WithCountWhen(nil): pass a rule on the status, such as core.Failed")
 	}
 }
 

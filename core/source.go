@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bufio"
 	"os"
 	"strings"
 )
@@ -9,16 +8,10 @@ import (
 // sourceLine returns line n of file, trimmed, or "" when the source is not at hand (as in
 // most deployed binaries). It only runs when a registration panics.
 func sourceLine(file string, n int) string {
-	f, err := os.Open(file)
-	if err != nil {
+	b, err := os.ReadFile(file)
+	lines := strings.Split(string(b), "\n")
+	if err != nil || n < 1 || n > len(lines) {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for i := 1; sc.Scan(); i++ {
-		if i == n {
-			return strings.TrimSpace(sc.Text())
-		}
-	}
-	return ""
+	return strings.TrimSpace(lines[n-1])
 }

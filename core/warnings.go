@@ -48,7 +48,9 @@ func newWarnings(cfg *config) *warnings {
 }
 
 // warn gives a warning to the error hook, or else to slog.
-func (l *limiter) warn(ctx context.Context, err error) {
+func (l *limiter) warn(ctx context.Context, format string, args ...any) {
+	err := fmt.Errorf("reqlimit: warning: "+format+
+		" Warned once per limit; core.WithWarnings(false) turns warnings off", args...)
 	if l.cfg.onError != nil {
 		l.cfg.onError(ctx, err)
 		return
@@ -84,7 +86,7 @@ func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
 		if host != "" {
 			addr, _ = netip.ParseAddr(host)
 		}
-		l.warn(r.Context(), l.forwardedWarning(name, kind, addr, r.Route()))
+		l.warnForwarded(r.Context(), name, kind, addr, r.Route())
 	}
 }
 
@@ -101,8 +103,8 @@ func (l *limiter) forwardedSeen(r Request) string {
 	return ""
 }
 
-// forwardedWarning is the text of the forwarded-header warning.
-func (l *limiter) forwardedWarning(name, kind string, addr netip.Addr, route string) error {
+// warnForwarded warns of a forwarded header name from an untrusted local peer.
+func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr netip.Addr, route string) {
 	if name == "X-Real-Ip" {
 		name = "X-Real-IP"
 	}
@@ -122,11 +124,9 @@ func (l *limiter) forwardedWarning(name, kind string, addr netip.Addr, route str
 	if route != "" {
 		limit = fmt.Sprintf("limit %s on %q", l.policy, route)
 	}
-	return fmt.Errorf("reqlimit: warning: %s: a request %s core.WithTrustedProxies does not trust carried %s, "+
+	l.warn(ctx, "%s: a request %s core.WithTrustedProxies does not trust carried %s, "+
 		"which the limit ignores: it keys by the peer, so if the peer is a proxy, every client behind it shares one bucket. "+
-		"Fix: %s, naming the proxy's address or range. "+
-		"Warned once per limit; core.WithWarnings(false) turns warnings off",
-		limit, from, name, fix)
+		"Fix: %s, naming the proxy's address or range.", limit, from, name, fix)
 }
 
 // localIPv4 names the kind of a dotted-quad IPv4 address if it is loopback, private or
@@ -164,9 +164,7 @@ func (l *limiter) WarnUnrouted(ctx context.Context, pattern, fix string) {
 	if l.warned.unrouted.Load() || !l.warned.unrouted.CompareAndSwap(false, true) {
 		return
 	}
-	l.warn(ctx, fmt.Errorf("reqlimit: warning: limit %s decided a request before routing, with no route, "+
+	l.warn(ctx, "limit %s decided a request before routing, with no route, "+
 		"and the router then matched it to %q: every route shares one bucket per client. "+
-		"Fix: %s; or core.WithScope(name) if one bucket for every route is meant. "+
-		"Warned once per limit; core.WithWarnings(false) turns warnings off",
-		l.policy, pattern, fix))
+		"Fix: %s; or core.WithScope(name) if one bucket for every route is meant.", l.policy, pattern, fix)
 }
