@@ -66,14 +66,14 @@ func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
 	if r == nil || l.warned.forwarded.Load() {
 		return
 	}
-	kind := "unix-socket"
 	if host != "" {
-		kind = localIPv4(host) // read as text: parsing every client's address costs more
-	} else if addr.IsValid() {
-		kind = localAddr(addr)
+		addr, _ = netip.ParseAddr(host)
 	}
-	if kind == "" {
-		return
+	kind := "unix-socket"
+	if addr.IsValid() {
+		if kind = localAddr(addr); kind == "" {
+			return
+		}
 	}
 	name := l.forwardedSeen(r)
 	if name == "" {
@@ -83,9 +83,6 @@ func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
 		return
 	}
 	if l.warned.forwarded.CompareAndSwap(false, true) {
-		if host != "" {
-			addr, _ = netip.ParseAddr(host)
-		}
 		l.warnForwarded(r.Context(), name, kind, addr, r.Route())
 	}
 }
@@ -129,22 +126,7 @@ func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr net
 		"Fix: %s, naming the proxy's address or range.", limit, from, name, fix)
 }
 
-// localIPv4 names the kind of a dotted-quad IPv4 address if it is loopback, private or
-// link-local, else returns "".
-func localIPv4(host string) string {
-	switch {
-	case strings.HasPrefix(host, "127."):
-		return "loopback"
-	case strings.HasPrefix(host, "10."), strings.HasPrefix(host, "192.168."),
-		len(host) > 7 && host[:4] == "172." && host[6] == '.' && host[4:6] >= "16" && host[4:6] <= "31":
-		return "private"
-	case strings.HasPrefix(host, "169.254."):
-		return "link-local"
-	}
-	return ""
-}
-
-// localAddr is localIPv4 for any address.
+// localAddr names the kind of a loopback, private or link-local address, else returns "".
 func localAddr(a netip.Addr) string {
 	switch a = a.Unmap(); {
 	case a.IsLoopback():
