@@ -264,18 +264,18 @@ func require(ok bool, format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
+// parsePrefix reads a CIDR prefix or an address, IPv4-mapped ones as IPv4.
 func parsePrefix(s string) (netip.Prefix, error) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			// ::ffff:10.0.0.0/104 means 10.0.0.0/8: addresses are matched unmapped.
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		return p.Masked(), nil
+	p, err := netip.ParsePrefix(s)
+	if a, err2 := netip.ParseAddr(s); err != nil && err2 == nil {
+		p, err = netip.PrefixFrom(a, a.BitLen()), nil
 	}
-	a, err := netip.ParseAddr(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		// ::ffff:10.0.0.0/104 means 10.0.0.0/8: addresses are matched unmapped.
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
 }

@@ -37,7 +37,8 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("no rate given: %w", ErrBadPolicy)
 	}
-	p := &Policy{rates: append([]Rate(nil), rates...), minCount: rates[0].Count}
+	p := &Policy{rates: append([]Rate(nil), rates...), minCount: rates[0].Count,
+		gran: make([]int64, len(rates)), offset: make([]int, len(rates))}
 	texts := make([]string, len(rates))
 	for i, r := range rates {
 		if err := r.validate(); err != nil {
@@ -49,7 +50,6 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 			return nil, fmt.Errorf("rate %d (%v) repeats rate %d: give each rate once: %w", i+1, r, j+1, ErrBadPolicy)
 		}
 		texts[i] = r.String()
-		p.gran = append(p.gran, 0)
 		if r.exact() {
 			p.logLen = max(p.logLen, r.Count)
 			p.longestExact = max(p.longestExact, r.Period)
@@ -61,7 +61,6 @@ func NewPolicy(rates ...Rate) (*Policy, error) {
 		p.longest = max(p.longest, r.Period)
 	}
 	p.text = strings.Join(texts, ",")
-	p.offset = make([]int, len(rates))
 	for j, i := range p.bounded {
 		p.offset[i] = 1 + p.logLen + j*boundedLen
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // A Quota reaches a registered limit's buckets outside requests: forget a client's grants
-// or see what it has left. Hand it to a limit named with WithScope:
+// or see what it has left. Hand it to a limit named with WithScope, so that every instance
+// names the buckets alike:
 //
 //	login := new(core.Quota)
 //	r.POST("/login", ginlimit.Limit(5, 15*time.Minute, core.WithScope("login"), core.WithKey(byUser), core.WithQuota(login)), h)
@@ -26,7 +27,7 @@ import (
 // registered.
 type Quota struct {
 	mu   sync.Mutex
-	last map[string]*quotaBatch // the last batch registered from each site and scope
+	last map[string]quotaBatch // the last batch registered from each site and scope
 	ls   []weak.Pointer[limiter]
 }
 
@@ -48,15 +49,15 @@ func (q *Quota) register(l *limiter, site string, batch any) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.last == nil {
-		q.last = map[string]*quotaBatch{}
+		q.last = map[string]quotaBatch{}
 	}
 	site += "\x00" + l.cfg.scope
 	b := q.last[site]
-	if b == nil || batch == nil || b.id != batch {
-		b = &quotaBatch{id: batch}
-		q.last[site] = b
+	if batch == nil || b.id != batch {
+		b = quotaBatch{id: batch}
 	}
 	b.ls = append(b.ls, l)
+	q.last[site] = b
 	q.ls = slices.DeleteFunc(q.ls, func(w weak.Pointer[limiter]) bool { return w.Value() == nil })
 	q.ls = append(q.ls, weak.Make(l))
 }

@@ -13,8 +13,9 @@ const unlimited = "unlimited"
 // WithTiers picks each request's policy: pick names its tier (a value your authentication
 // stored, never a header the client writes), and tiers maps names to policies in
 // ParsePolicy's form, or to "unlimited", let through uncounted. A tier "" or not in tiers
-// gets the limit's own policy. Each tier has buckets of its own. The other options apply
-// to every tier, but WithRate only to the limit's own policy.
+// gets the limit's own policy. Each tier has buckets of its own; a bad policy fails
+// registration, naming the tier. The other options apply to every tier, but WithRate only
+// to the limit's own policy.
 func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 	return func(c *config) error {
 		if pick == nil || len(tiers) == 0 {

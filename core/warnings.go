@@ -89,11 +89,8 @@ func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
 
 // forwardedSeen returns the name of a forwarded header r carries, or "".
 func (l *limiter) forwardedSeen(r Request) string {
-	if n := l.cfg.forwardedHeader; n != "" && r.Header(n) != "" {
-		return n
-	}
-	for _, n := range [...]string{"X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
-		if r.Header(n) != "" {
+	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+		if n != "" && r.Header(n) != "" {
 			return n
 		}
 	}

@@ -26,8 +26,7 @@ const (
 // OutcomeNames are the outcomes' label values.
 var OutcomeNames = [NumOutcomes]string{"admitted", "refused", "dry_run_refused", "store_error", "released"}
 
-// Kinds of store error: a small fixed set, so that a label stays bounded whatever the store
-// returns.
+// Kinds of store error: a fixed set, so that a label stays bounded.
 const (
 	KindTimeout = iota
 	KindCanceled
@@ -36,9 +35,8 @@ const (
 	NumKinds
 )
 
-// Outcome classifies e, or returns -1 for an outcome this package does not know. A request
-// whose cost exceeds the limit is Errored in core but was refused by the limit (with 413),
-// not by a failing store.
+// Outcome classifies e, or returns -1 for an outcome this package does not know. A cost
+// over the limit is Errored in core but refused by the limit, not by a failing store.
 func Outcome(e *core.Event) int {
 	switch e.Outcome {
 	case core.Admitted:
@@ -59,8 +57,8 @@ func Outcome(e *core.Event) int {
 	return Refused
 }
 
-// Kind classifies a store's error. A store that gives up at its deadline after failing to
-// connect wraps both errors: the connection is the cause, and is named first.
+// Kind classifies a store's error; a failed connection is named before a deadline that
+// ended the retries.
 func Kind(err error) int {
 	switch {
 	case errors.Is(err, context.Canceled):
