@@ -56,15 +56,30 @@ func CanonicalClientKey(l any, peer string) string { return l.(*limiter).clientK
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod
 
-// SweepNow drops every idle key of m now.
-func SweepNow(m *MemoryStore) { m.sweep() }
+// SweepNow drops every idle key of m now: a whole pass over every shard.
+func SweepNow(m *MemoryStore) {
+	now := m.now()
+	for _, t := range m.tableList() {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			for sh.cursor = 0; !sh.sweepStep(t, now); {
+			}
+			sh.mu.Unlock()
+		}
+	}
+}
 
 // ErrQuotaNotRegistered is what a Quota's methods return before its limit is registered.
 var ErrQuotaNotRegistered = errNoLimit
 
 // The engine's internals, for the engine's own tests.
 
-func (p *Policy) NewState() []int64 { return p.newState() }
+func (p *Policy) NewState() []int64 {
+	s := make([]int64, p.stateLen)
+	p.resetState(s)
+	return s
+}
 
 func (p *Policy) StateLen() int { return p.stateLen }
 
@@ -76,8 +91,6 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (d Decision, e
 	err = p.apply(&d, s, now, cost, mode)
 	return d, err
 }
-
-var BucketFrom, FloorDiv = bucketFrom, floorDiv
 
 func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 	err = m.decide(&d, &q, now)
