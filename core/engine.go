@@ -42,13 +42,11 @@ func (p *Policy) resetState(s []int64) {
 	}
 }
 
-// apply decides a request of the given cost for a key whose state is s, at time now
-// (nanoseconds on a clock the caller keeps for that key), records it as mode says, and
-// writes the decision into *d, which the caller has zeroed. It is the one rule every
-// in-process store shares: no lock and no clock read, so the caller serializes calls on
-// one state. A time earlier than one already recorded counts as that time, so racing
-// clock reads cannot unsort the log. A cost below 1 counts as 1; a cost above some rate's
-// Count fails with ErrCostTooHigh.
+// apply decides a request of the given cost for a key whose state is s at time now,
+// records it as mode says, and writes the decision into *d, which the caller has zeroed.
+// It takes no lock and reads no clock: the caller serializes calls on one state. A time
+// earlier than one already recorded counts as that time, so racing clock reads cannot
+// unsort the log. A cost below 1 counts as 1; above some rate's Count, ErrCostTooHigh.
 func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) error {
 	cost = max(cost, 1)
 	if cost > p.minCount {
@@ -121,16 +119,12 @@ func (p *Policy) record(s []int64, now int64, cost int) {
 	}
 }
 
-// release gives back the grant of cost units recorded at time at (Decision.Grant) in state
-// s, leaving the state as it would be had the grant never been made: its entries leave
-// the log, the newer ones move one place older for each, and the oldest places left free
-// hold never; its units leave its bucket of each bounded rate. A grant no longer held (out
-// of every window and overwritten, or the key was reset) leaves nothing to give back.
-//
-// A never in the oldest place then stands for grants the log forgot as newer ones were
-// admitted, each at least the longest exact period before the grant that admitted it, so
-// out of every window a later decision looks at. Penalty mode, which records refusals,
-// breaks that reasoning: limits that release grants do not use it (see WithCountWhen).
+// release gives back the grant of cost units recorded at time at (Decision.Grant), as if
+// it had never been made: its log entries leave (the newer ones move older, never fills
+// the oldest places) and its units leave its bucket of each bounded rate. A grant no
+// longer held leaves nothing to give back. The never stands for grants the log forgot,
+// which were out of every window once a newer grant was admitted; Penalty mode, which
+// records refusals, breaks that, so limits that release grants do not use it.
 func (p *Policy) release(s []int64, at int64, cost int) {
 	cost = max(cost, 1)
 	if L := p.logLen; L > 0 {
@@ -158,7 +152,7 @@ func (p *Policy) release(s []int64, at int64, cost int) {
 		if k < b[bLo] || k > b[bNewest] {
 			continue // left the window: its bucket may hold a later one's counts now
 		}
-		j := bCounts + mod(k, boundedBuckets+1)
+		j := slot(k)
 		n := min(int64(cost), b[j])
 		b[j] -= n
 		b[bSum] -= n
@@ -166,8 +160,8 @@ func (p *Policy) release(s []int64, at int64, cost int) {
 }
 
 // report fills a decision from the state after recording: per rate, what it has left,
-// when its oldest counted grant leaves (Reset), when its newest does (FullReset) and, on a
-// refusal, when a request of this cost would fit.
+// when its oldest counted grant leaves (Reset), when its newest does (FullReset) and, on
+// a refusal, when a request of this cost would fit.
 func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed bool) {
 	d.Allowed, d.Remaining = allowed, math.MaxInt
 	var shown int64 // the reported rate's wait; d's RetryAfter and FullReset start at 0
@@ -187,9 +181,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 		} else {
 			b, g := p.block(s, i), p.gran[i]
 			used = b[bSum]
-			if used > 0 {
-				// The oldest bucket that holds a grant leaves first (see expire): nothing
-				// more fits before, so on a refusal it is the exact wait.
+			if used > 0 { // the oldest bucket that holds a grant leaves first (see expire)
 				reset = (b[bLo]+1)*g + T - now
 				whole = (b[bNewest]+1)*g + T - now
 			}
@@ -197,12 +189,11 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 				retry = boundedRetry(b, g, T, now, used+int64(cost)-int64(r.Count))
 			}
 		}
-		// As an int64: used may be far above the count (Penalty records refusals), and
-		// as an int it would wrap on 32-bit platforms into room that is not there.
+		// In int64: Penalty's used may be far above the count, and an int wraps on 32 bits.
 		rem := int(max(0, int64(r.Count)-used))
-		// The reported rate is the one with the fewest left, so that the response never
-		// names room another rate lacks. Ties go to the longest wait on a refusal, else to
-		// the latest reset. A refusal's wait is the longest of all rates'.
+		// The reported rate has the fewest left, so that the response never names room
+		// another rate lacks; ties go to the longest wait on a refusal, else the latest
+		// reset. A refusal's wait is the longest of all rates'.
 		tighter := i == 0 || rem < d.Remaining ||
 			rem == d.Remaining && (!allowed && retry > shown || allowed && time.Duration(reset) > d.Reset)
 		if tighter {
@@ -249,33 +240,31 @@ func granule(r Rate) int64 {
 	return (int64(r.Period) + boundedBuckets - 1) / boundedBuckets
 }
 
-// expire drops the buckets that no longer overlap the window (now-T, now]. A bucket is
-// counted whole while any part of it overlaps, so the count never falls short of the
-// grants in the window: that keeps the bounded form strict. Then lo moves on to the
-// oldest bucket that holds a grant, whose leaving is the Reset.
+// expire drops the buckets that no longer overlap the window (now-T, now]: counting a
+// bucket whole while any of it overlaps keeps the bounded form strict. Then lo moves on
+// to the oldest bucket that holds a grant, whose leaving is the Reset.
 func expire(b []int64, r Rate, g, now int64) {
 	if lo := max(floorDiv(now-int64(r.Period), g), b[bLo]); lo > b[bLo] {
 		for k := b[bLo]; k < lo && b[bSum] != 0 && k < b[bLo]+boundedBuckets+1; k++ {
-			j := bCounts + mod(k, boundedBuckets+1)
-			b[bSum] -= b[j]
-			b[j] = 0
+			b[bSum] -= b[slot(k)]
+			b[slot(k)] = 0
 		}
 		b[bLo] = lo
 	}
-	for b[bSum] > 0 && b[bLo] < b[bNewest] && b[bCounts+mod(b[bLo], boundedBuckets+1)] == 0 {
+	for b[bSum] > 0 && b[bLo] < b[bNewest] && b[slot(b[bLo])] == 0 {
 		b[bLo]++
 	}
 }
 
-// recordBounded counts cost units in the bucket of now. A bucket holds at most the rate's
-// count: one that full refuses every request until it leaves the window, so more would
-// change nothing, and the cap keeps Penalty's recorded refusals from overflowing the sum.
+// recordBounded counts cost units in the bucket of now. A bucket full to the rate's count
+// refuses every request on its own, so it takes no more: that keeps Penalty's recorded
+// refusals from overflowing the sum.
 func recordBounded(b []int64, g, now int64, cost, count int) {
 	k := max(floorDiv(now, g), b[bNewest])
 	if b[bSum] == 0 {
 		b[bLo] = k // the only bucket that holds a grant, so the oldest (see expire)
 	}
-	j := bCounts + mod(k, boundedBuckets+1)
+	j := slot(k)
 	if add := min(int64(cost), int64(count)-b[j]); add > 0 {
 		b[j] += add
 		b[bSum] += add
@@ -292,7 +281,7 @@ func boundedRetry(b []int64, g, T, now, need int64) int64 {
 	var freed int64
 	k := b[bLo]
 	for ; k < b[bNewest]; k++ {
-		if freed += b[bCounts+mod(k, boundedBuckets+1)]; freed >= need {
+		if freed += b[slot(k)]; freed >= need {
 			break
 		}
 	}
@@ -307,12 +296,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func mod(k int64, n int) int {
-	m := int(k % int64(n))
-	if m < 0 {
-		m += n
-	}
-	return m
+// slot returns the index in a bounded block of bucket k's count.
+func slot(k int64) int {
+	return bCounts + int(k-floorDiv(k, boundedBuckets+1)*(boundedBuckets+1))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

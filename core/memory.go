@@ -86,22 +86,23 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 		sweepEvery: int64(defaultSweepInterval),
 		tables:     map[string]*keyTable{},
 	}
-	start := time.Now()
-	m.clock = func() int64 { return int64(time.Since(start)) }
-	if inBubble(start) {
-		m.clock = bubbleClock(start)
+	if cfg == nil {
+		cfg = &MemoryConfig{}
 	}
-	if cfg != nil {
-		if cfg.MaxKeys > 0 {
-			m.maxKeys = int64(cfg.MaxKeys)
-		}
-		if cfg.SweepInterval != 0 {
-			m.sweepEvery = max(0, int64(cfg.SweepInterval))
-		}
-		if now := cfg.Now; now != nil {
-			epoch := now()
-			m.clock = func() int64 { return int64(now().Sub(epoch)) }
-		}
+	if cfg.MaxKeys > 0 {
+		m.maxKeys = int64(cfg.MaxKeys)
+	}
+	if cfg.SweepInterval != 0 {
+		m.sweepEvery = max(0, int64(cfg.SweepInterval))
+	}
+	switch start := time.Now(); {
+	case cfg.Now != nil:
+		now, epoch := cfg.Now, cfg.Now()
+		m.clock = func() int64 { return int64(now().Sub(epoch)) }
+	case inBubble(start):
+		m.clock = bubbleClock(start)
+	default:
+		m.clock = func() int64 { return int64(time.Since(start)) }
 	}
 	return m
 }
@@ -142,8 +143,8 @@ func (m *MemoryStore) hash(scope, key string) uint64 {
 // Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
-// table returns the key table of p's text, remembered on p for the common case of one
-// store per policy, so that finding it takes no lock.
+// table returns the key table of p's text, remembered on p so that the common case, one
+// store per policy, takes no lock.
 func (m *MemoryStore) table(p *Policy) *keyTable {
 	if t := p.memo.Load(); t != nil && t.store == m {
 		return t
@@ -181,8 +182,7 @@ func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error)
 	return d, err
 }
 
-// decide is Decide at now, on the store's clock, writing into *d, which is zero (see
-// Policy.apply).
+// decide is Decide at now on the store's clock, writing into *d, which is zero.
 func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 	p := q.Policy
 	if p == nil {
@@ -206,9 +206,8 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 		t.overflowMu.Unlock()
 		return err
 	}
-	// A decision whose clock reading predates a sweep must not record a grant among times
-	// a dropped key still counted, nor among those a reset forgot, so that Release can
-	// tell the two apart.
+	// Record no earlier than a sweep, among times a dropped key still counted, nor than a
+	// reset, among times it forgot: Release must tell the two apart.
 	now = max(now, sh.lastSweep, e[0]+1)
 	err := p.apply(d, e[1:], now, q.Cost, q.Mode)
 	if now-sh.lastPass >= m.sweepEvery {
@@ -219,9 +218,8 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 }
 
 // entry returns the entry of key h in sh, whose lock the caller holds, adding it if there
-// is room; nil if the store is full. A newcomer starts from the overflow bucket's history:
-// it may have been granted there while the store was full, and forgetting that would let
-// it exceed its limit.
+// is room; nil if the store is full. A newcomer starts from the overflow bucket's history,
+// where it may have been granted while the store was full.
 func (t *keyTable) entry(sh *shard, h uint64) []int64 {
 	if e := sh.entries[h]; e != nil || !t.store.reserve() {
 		return e
@@ -236,9 +234,8 @@ func (t *keyTable) entry(sh *shard, h uint64) []int64 {
 	return e
 }
 
-// reserve counts a new key if the store holds fewer than MaxKeys. It counts first:
-// newcomers in other shards add keys at the same time, and a check then an add would let
-// each of them past the cap.
+// reserve counts a new key if the store holds fewer than MaxKeys. It counts first, since
+// newcomers in other shards add keys at the same time.
 func (m *MemoryStore) reserve() bool {
 	if m.keys.Add(1) <= m.maxKeys {
 		return true
