@@ -14,12 +14,10 @@ import (
 //	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
 //	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[boundedBuckets+1]
 //
-// A rate's state has one of two encodings. Every exact rate (Count up to exactMax) reads
-// the one log: a request of cost c fits rate N per T if the (N-c+1)-th most recent grant
-// is at least T old. A bounded rate counts its grants in boundedBuckets+1 buckets of
-// Period/boundedBuckets, each counted whole while any of it overlaps the window, so it
-// never counts fewer grants than the window holds. Times are int64 nanoseconds on the
-// store's clock. The Redis scripts keep the same layout.
+// Every exact rate (Count up to exactMax) reads the one log: a request of cost c fits rate
+// N per T if the (N-c+1)-th most recent grant is at least T old. A bounded rate counts its
+// grants in buckets of Period/boundedBuckets (see expire). Times are int64 nanoseconds on
+// the store's clock. The Redis scripts keep the same layout.
 const (
 	never      = math.MinInt64
 	boundedLen = 4 + boundedBuckets + 1
@@ -60,15 +58,13 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		} else {
 			b := p.block(s, i)
 			expire(b, r, p.gran[i], now)
+			b[bLast] = now
 			allowed = allowed && b[bSum]+int64(cost) <= int64(r.Count)
 		}
 	}
 	if mode == Penalty || allowed && mode == Enforce {
 		p.record(s, now, cost)
 		d.Grant = now
-	}
-	for _, i := range p.bounded {
-		s[p.offset[i]+bLast] = now
 	}
 	p.report(d, s, now, cost, allowed)
 	return nil
@@ -102,9 +98,8 @@ func (p *Policy) block(s []int64, i int) []int64 {
 	return s[p.offset[i] : p.offset[i]+boundedLen]
 }
 
-// record counts a grant of cost units at now in every rate: cost entries in the log (at
-// most its length: no rate looks further back), and cost units in now's bucket of each
-// bounded rate.
+// record counts a grant of cost units at now: cost entries in the log (at most its length,
+// as far as any rate looks back) and cost units in now's bucket of each bounded rate.
 func (p *Policy) record(s []int64, now int64, cost int) {
 	if L := p.logLen; L > 0 {
 		w := int(s[0])
@@ -120,31 +115,26 @@ func (p *Policy) record(s []int64, now int64, cost int) {
 }
 
 // release gives back the grant of cost units recorded at time at (Decision.Grant), as if
-// it had never been made: its log entries leave (the newer ones move older, never fills
-// the oldest places) and its units leave its bucket of each bounded rate. A grant no
-// longer held leaves nothing to give back. The never stands for grants the log forgot,
-// which were out of every window once a newer grant was admitted; Penalty mode, which
-// records refusals, breaks that, so limits that release grants do not use it.
+// it had never been made: its log entries leave, never filling the oldest places, and its
+// units leave its bucket of each bounded rate; a grant no longer held leaves nothing. That
+// never stands for grants the log forgot, out of every window once a newer one was
+// admitted: not so under Penalty, which records refusals and so does not release.
 func (p *Policy) release(s []int64, at int64, cost int) {
 	cost = max(cost, 1)
 	if L := p.logLen; L > 0 {
-		w := int(s[0])
-		log := s[1 : 1+L]
-		k := 1 // the most recent entry not after at
-		for k <= L && log[back(w, k, L)] > at {
-			k++
+		w, log := int(s[0]), s[1:1+L]
+		skip, kept := min(cost, L), 0 // the grant's entries yet to find; the entries kept
+		for j := 1; j <= L; j++ {
+			if v := log[back(w, j, L)]; v == at && skip > 0 {
+				skip--
+			} else {
+				kept++
+				log[back(w, kept, L)] = v
+			}
 		}
-		r := 0 // entries of the grant: k, k+1, ... while they equal at
-		for r < min(cost, L) && k+r <= L && log[back(w, k+r, L)] == at {
-			r++
-		}
-		for j := k - 1; j >= 1 && r > 0; j-- {
-			log[back(w, j+r, L)] = log[back(w, j, L)]
-		}
-		for j := 1; j <= r; j++ {
+		for j := kept + 1; j <= L; j++ {
 			log[back(w, j, L)] = never
 		}
-		s[0] = int64(back(w, r, L))
 	}
 	for _, i := range p.bounded {
 		b := p.block(s, i)
@@ -204,9 +194,8 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 	}
 }
 
-// keyClock returns now held forward to the newest time state s recorded (an exact
-// rate's newest grant, a bounded rate's last decision): the key's clock never runs
-// backwards, whatever the store's does.
+// keyClock returns now held forward to the newest time s recorded (the newest grant, a
+// bounded rate's last decision): a key's clock never runs backwards, whatever the store's.
 func (p *Policy) keyClock(s []int64, now int64) int64 {
 	if p.logLen > 0 {
 		now = max(now, p.nth(s, 1))

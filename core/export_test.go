@@ -17,10 +17,7 @@ func CountSweptEntries(m *MemoryStore, n *int) { m.sweepHook = func(k int) { *n 
 // HoldsKey reports whether m holds an entry of its own for the key, rather than deciding it
 // in the overflow bucket.
 func HoldsKey(m *MemoryStore, p *Policy, scope, key string) bool {
-	t := m.table(p)
-	h := m.hash(scope, key)
-	sh := t.shard(h)
-	sh.mu.Lock()
+	_, h, sh := m.lock(&Query{Policy: p, Scope: scope, Key: key})
 	defer sh.mu.Unlock()
 	return sh.entries[h] != nil
 }
@@ -33,7 +30,7 @@ func ShardOf(m *MemoryStore, p *Policy, scope, key string) int {
 // EntryCount returns how many entries m's tables hold, all shards together, and the most
 // any one shard holds.
 func EntryCount(m *MemoryStore) (total, most int) {
-	for _, t := range m.tableList() {
+	for _, t := range tables(m) {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()
@@ -44,6 +41,13 @@ func EntryCount(m *MemoryStore) (total, most int) {
 		}
 	}
 	return total, most
+}
+
+// tables returns m's key tables.
+func tables(m *MemoryStore) []*keyTable {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.list
 }
 
 // ClientKey returns the key the client of a request counts against under limit l, which
@@ -59,7 +63,7 @@ const MaxPeriodForTest = maxPeriod
 // SweepNow drops every idle key of m now: a whole pass over every shard.
 func SweepNow(m *MemoryStore) {
 	now := m.now()
-	for _, t := range m.tableList() {
+	for _, t := range tables(m) {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -24,7 +25,7 @@ const shardCount = 64
 // policy until idle keys make room: no live key is evicted, so no client exceeds its limit.
 type MemoryStore struct {
 	keySeed, scopeSeed maphash.Seed
-	clock              func() int64 // nanoseconds since the store was made
+	now                func() int64 // the store's clock: nanoseconds since it was made
 	maxKeys            int64
 	sweepEvery         int64        // how long a shard waits between sweep passes, in nanoseconds
 	keys               atomic.Int64 // keys held; the overflow buckets are not counted
@@ -79,45 +80,35 @@ type MemoryConfig struct {
 // NewMemoryStore returns an empty store; a nil cfg means the defaults. Idle keys are
 // dropped a few at a time by the decisions themselves, so there is nothing to close.
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
-	m := &MemoryStore{
-		keySeed:    maphash.MakeSeed(),
-		scopeSeed:  maphash.MakeSeed(),
-		maxKeys:    defaultMaxKeys,
-		sweepEvery: int64(defaultSweepInterval),
-		tables:     map[string]*keyTable{},
-	}
 	if cfg == nil {
 		cfg = &MemoryConfig{}
 	}
-	if cfg.MaxKeys > 0 {
-		m.maxKeys = int64(cfg.MaxKeys)
-	}
-	if cfg.SweepInterval != 0 {
-		m.sweepEvery = max(0, int64(cfg.SweepInterval))
+	m := &MemoryStore{
+		keySeed:    maphash.MakeSeed(),
+		scopeSeed:  maphash.MakeSeed(),
+		maxKeys:    int64(cmp.Or(max(cfg.MaxKeys, 0), defaultMaxKeys)),
+		sweepEvery: int64(max(0, cmp.Or(cfg.SweepInterval, defaultSweepInterval))),
+		tables:     map[string]*keyTable{},
 	}
 	switch start := time.Now(); {
 	case cfg.Now != nil:
 		now, epoch := cfg.Now, cfg.Now()
-		m.clock = func() int64 { return int64(now().Sub(epoch)) }
+		m.now = func() int64 { return int64(now().Sub(epoch)) }
 	case inBubble(start):
-		m.clock = bubbleClock(start)
+		m.now = bubbleClock(start)
 	default:
-		m.clock = func() int64 { return int64(time.Since(start)) }
+		m.now = func() int64 { return int64(time.Since(start)) }
 	}
 	return m
 }
-
-// now returns nanoseconds on the store's clock.
-func (m *MemoryStore) now() int64 { return m.clock() }
 
 // inBubble reports whether t, a time.Now reading, was taken in a testing/synctest bubble,
 // where time has no monotonic reading: it is the bubble's own.
 func inBubble(t time.Time) bool { return t == t.Round(0) }
 
-// bubbleClock is the clock of a store made in a synctest bubble at epoch: the bubble's
-// time there. Read outside it (a test goes on with the store, or it is the process's
-// default), the bubble's date means nothing, so the clock goes on from its last reading
-// in the bubble: a leap ahead would let every grant out of its window.
+// bubbleClock is the clock of a store made in a synctest bubble at epoch. Read outside it
+// (the bubble ended; the store is the process's default), it goes on from its last bubble
+// reading: the bubble's made-up date would leap ahead and free every grant.
 func bubbleClock(epoch time.Time) func() int64 {
 	var last atomic.Int64 // the latest reading in the bubble
 	var once sync.Once
@@ -165,13 +156,11 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 	return t
 }
 
-func (t *keyTable) shard(h uint64) *shard { return &t.shards[h>>(64-6)] }
-
 // lock returns q's key table, its hash and its shard, locked.
 func (m *MemoryStore) lock(q *Query) (*keyTable, uint64, *shard) {
 	t := m.table(q.Policy)
 	h := m.hash(q.Scope, q.Key)
-	sh := t.shard(h)
+	sh := &t.shards[h>>(64-6)] // shardCount is 2⁶
 	sh.mu.Lock()
 	return t, h, sh
 }
@@ -221,8 +210,13 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 // is room; nil if the store is full. A newcomer starts from the overflow bucket's history,
 // where it may have been granted while the store was full.
 func (t *keyTable) entry(sh *shard, h uint64) []int64 {
-	if e := sh.entries[h]; e != nil || !t.store.reserve() {
+	if e := sh.entries[h]; e != nil {
 		return e
+	}
+	// Count first: newcomers in other shards add keys at the same time.
+	if m := t.store; m.keys.Add(1) > m.maxKeys {
+		m.keys.Add(-1)
+		return nil
 	}
 	e := make([]int64, 1+t.policy.stateLen)
 	e[0] = never
@@ -232,16 +226,6 @@ func (t *keyTable) entry(sh *shard, h uint64) []int64 {
 	sh.entries[h] = e
 	sh.order = append(sh.order, h)
 	return e
-}
-
-// reserve counts a new key if the store holds fewer than MaxKeys. It counts first, since
-// newcomers in other shards add keys at the same time.
-func (m *MemoryStore) reserve() bool {
-	if m.keys.Add(1) <= m.maxKeys {
-		return true
-	}
-	m.keys.Add(-1)
-	return false
 }
 
 // onKey runs f on q's key table and the key's entry (nil if it has none) under the lock of
@@ -256,9 +240,8 @@ func (m *MemoryStore) onKey(q *Query, f func(t *keyTable, e []int64) error) erro
 }
 
 // Reset implements Resetter; it fails only for a nil policy. The key's entry stays, empty,
-// with the key's clock at the reset: a request in flight across the reset holds a grant
-// made no later, which Release then ignores, and the key's later grants are recorded
-// after it. The entry is swept like any other once that time is out of every window.
+// holding the key's clock at the reset: Release ignores grants made no later (in flight
+// across the reset), and later grants are recorded after it.
 func (m *MemoryStore) Reset(_ context.Context, q Query) error {
 	return m.onKey(&q, func(t *keyTable, e []int64) error {
 		if e != nil {

@@ -1,12 +1,8 @@
 package core
 
-// Idle keys are dropped in steps of sweepChunk entries, each taken by a decision: one in
-// the decision's own shard once SweepInterval has passed since that shard's last pass, and
-// one of the store-wide round for a newcomer at the key cap. No decision pays for a scan
-// of a whole shard.
-
-// sweepChunk is how many entries a sweep step examines: a step costs about what a few
-// decisions do.
+// sweepChunk is how many entries a sweep step examines. Decisions take the steps, so that
+// none pays for a scan of a whole shard: one in their own shard once SweepInterval has
+// passed since its last pass, and a newcomer at the key cap one of the store-wide round.
 const sweepChunk = 16
 
 // sweepStep examines the next sweepChunk entries from the shard's cursor and drops the idle
@@ -52,23 +48,22 @@ func (sh *shard) sweepStep(t *keyTable, now int64) (passed bool) {
 // its state holds no grant a window counts, and a reset it records is so old that every
 // grant the reset forgot is out of every window.
 func (t *keyTable) idle(e []int64, now int64) bool {
-	if !t.policy.idle(e[1:], now) {
-		return false
-	}
 	longest, d := int64(t.policy.longest), now-e[0]
-	return e[0] == never || d > longest && d-longest > longest // d > 2*longest, which may overflow
+	// d > 2*longest, which may overflow; d means nothing when e[0] is never.
+	return t.policy.idle(e[1:], now) && (e[0] == never || d > longest && d-longest > longest)
 }
 
-// sweepRound moves a full store's round over every shard of every table on by one step
-// of the shard it is on, which it leaves once that shard's cursor comes round. A newcomer
-// that finds the round busy leaves it to the one that holds it: newcomers flooding a full
-// store must not queue behind one another's steps.
+// sweepRound takes a step of the shard a full store's round over every shard is on, moving
+// on once its cursor comes round. A newcomer that finds the round busy leaves it: those
+// flooding a full store must not queue behind one another's steps.
 func (m *MemoryStore) sweepRound(now int64) {
 	if !m.roundMu.TryLock() {
 		return
 	}
 	defer m.roundMu.Unlock()
-	tables := m.tableList()
+	m.mu.Lock()
+	tables := m.list // only ever appended to
+	m.mu.Unlock()
 	if len(tables) == 0 {
 		return
 	}
@@ -80,10 +75,4 @@ func (m *MemoryStore) sweepRound(now int64) {
 		m.roundAt++
 	}
 	sh.mu.Unlock()
-}
-
-func (m *MemoryStore) tableList() []*keyTable {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.list // only ever appended to
 }
