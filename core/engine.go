@@ -63,7 +63,19 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 		}
 	}
 	if mode == Penalty || allowed && mode == Enforce {
-		p.record(s, now, cost)
+		// cost entries in the log (at most its length, as far as any rate looks back) and
+		// cost units in now's bucket of each bounded rate
+		if L := p.logLen; L > 0 {
+			w := int(s[0])
+			for range min(cost, L) {
+				s[1+w] = now
+				w = (w + 1) % L
+			}
+			s[0] = int64(w)
+		}
+		for _, i := range p.bounded {
+			recordBounded(p.block(s, i), p.gran[i], now, cost, p.rates[i].Count)
+		}
 		d.Grant = now
 	}
 	p.report(d, s, now, cost, allowed)
@@ -96,22 +108,6 @@ func back(w, k, n int) int {
 // block returns the state of bounded rate i.
 func (p *Policy) block(s []int64, i int) []int64 {
 	return s[p.offset[i] : p.offset[i]+boundedLen]
-}
-
-// record counts a grant of cost units at now: cost entries in the log (at most its length,
-// as far as any rate looks back) and cost units in now's bucket of each bounded rate.
-func (p *Policy) record(s []int64, now int64, cost int) {
-	if L := p.logLen; L > 0 {
-		w := int(s[0])
-		for range min(cost, L) {
-			s[1+w] = now
-			w = (w + 1) % L
-		}
-		s[0] = int64(w)
-	}
-	for _, i := range p.bounded {
-		recordBounded(p.block(s, i), p.gran[i], now, cost, p.rates[i].Count)
-	}
 }
 
 // release gives back the grant of cost units recorded at time at (Decision.Grant), as if
