@@ -111,26 +111,30 @@ func (p *Policy) block(s []int64, i int) []int64 {
 }
 
 // release gives back the grant of cost units recorded at time at (Decision.Grant), as if
-// it had never been made: its log entries leave, never filling the oldest places, and its
-// units leave its bucket of each bounded rate; a grant no longer held leaves nothing. That
-// never stands for grants the log forgot, out of every window once a newer one was
-// admitted: not so under Penalty, which records refusals and so does not release.
+// it had never been made: its entries leave the log, the newer ones move older, and its
+// units leave its bucket of each bounded rate; a grant no longer held leaves nothing. The
+// oldest places left hold never, standing for grants the log forgot, which were out of
+// every window once a newer grant was admitted: Penalty, which records refusals, breaks
+// that, so limits that release grants do not use it.
 func (p *Policy) release(s []int64, at int64, cost int) {
 	cost = max(cost, 1)
 	if L := p.logLen; L > 0 {
 		w, log := int(s[0]), s[1:1+L]
-		skip, kept := min(cost, L), 0 // the grant's entries yet to find; the entries kept
-		for j := 1; j <= L; j++ {
-			if v := log[back(w, j, L)]; v == at && skip > 0 {
-				skip--
-			} else {
-				kept++
-				log[back(w, kept, L)] = v
-			}
+		k := 1 // the most recent entry not after at
+		for k <= L && log[back(w, k, L)] > at {
+			k++
 		}
-		for j := kept + 1; j <= L; j++ {
+		r := 0 // entries of the grant: k, k+1, ... while they equal at
+		for r < min(cost, L) && k+r <= L && log[back(w, k+r, L)] == at {
+			r++
+		}
+		for j := k - 1; j >= 1 && r > 0; j-- {
+			log[back(w, j+r, L)] = log[back(w, j, L)]
+		}
+		for j := 1; j <= r; j++ {
 			log[back(w, j, L)] = never
 		}
+		s[0] = int64(back(w, r, L)) // the freed places become the oldest
 	}
 	for _, i := range p.bounded {
 		b := p.block(s, i)

@@ -94,17 +94,13 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	case cfg.Now != nil:
 		now, epoch := cfg.Now, cfg.Now()
 		m.now = func() int64 { return int64(now().Sub(epoch)) }
-	case inBubble(start):
+	case start == start.Round(0): // no monotonic reading: in a testing/synctest bubble
 		m.now = bubbleClock(start)
 	default:
 		m.now = func() int64 { return int64(time.Since(start)) }
 	}
 	return m
 }
-
-// inBubble reports whether t, a time.Now reading, was taken in a testing/synctest bubble,
-// where time has no monotonic reading: it is the bubble's own.
-func inBubble(t time.Time) bool { return t == t.Round(0) }
 
 // bubbleClock is the clock of a store made in a synctest bubble at epoch. Read outside it
 // (the bubble ended; the store is the process's default), it goes on from its last bubble
@@ -115,7 +111,7 @@ func bubbleClock(epoch time.Time) func() int64 {
 	var outside time.Time // the first reading outside it
 	return func() int64 {
 		now := time.Now()
-		if inBubble(now) {
+		if now == now.Round(0) { // in the bubble
 			n := int64(now.Sub(epoch))
 			last.Store(n)
 			return n
