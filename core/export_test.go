@@ -17,10 +17,7 @@ func CountSweptEntries(m *MemoryStore, n *int) { m.sweepHook = func(k int) { *n 
 // HoldsKey reports whether m holds an entry of its own for the key, rather than deciding it
 // in the overflow bucket.
 func HoldsKey(m *MemoryStore, p *Policy, scope, key string) bool {
-	t := m.table(p)
-	h := m.hash(scope, key)
-	sh := t.shard(h)
-	sh.mu.Lock()
+	_, h, sh := m.lock(&Query{Policy: p, Scope: scope, Key: key})
 	defer sh.mu.Unlock()
 	return sh.entries[h] != nil
 }
@@ -33,7 +30,7 @@ func ShardOf(m *MemoryStore, p *Policy, scope, key string) int {
 // EntryCount returns how many entries m's tables hold, all shards together, and the most
 // any one shard holds.
 func EntryCount(m *MemoryStore) (total, most int) {
-	for _, t := range m.tableList() {
+	for _, t := range tables(m) {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()
@@ -46,6 +43,13 @@ func EntryCount(m *MemoryStore) (total, most int) {
 	return total, most
 }
 
+// tables returns m's key tables.
+func tables(m *MemoryStore) []*keyTable {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.list
+}
+
 // ClientKey returns the key the client of a request counts against under limit l, which
 // internal/adapter built.
 func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, false, r) }
@@ -56,15 +60,30 @@ func CanonicalClientKey(l any, peer string) string { return l.(*limiter).clientK
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod
 
-// SweepNow drops every idle key of m now.
-func SweepNow(m *MemoryStore) { m.sweep() }
+// SweepNow drops every idle key of m now: a whole pass over every shard.
+func SweepNow(m *MemoryStore) {
+	now := m.now()
+	for _, t := range tables(m) {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			for sh.cursor = 0; !sh.sweepStep(t, now); {
+			}
+			sh.mu.Unlock()
+		}
+	}
+}
 
 // ErrQuotaNotRegistered is what a Quota's methods return before its limit is registered.
 var ErrQuotaNotRegistered = errNoLimit
 
 // The engine's internals, for the engine's own tests.
 
-func (p *Policy) NewState() []int64 { return p.newState() }
+func (p *Policy) NewState() []int64 {
+	s := make([]int64, p.stateLen)
+	p.resetState(s)
+	return s
+}
 
 func (p *Policy) StateLen() int { return p.stateLen }
 
@@ -76,8 +95,6 @@ func (p *Policy) Apply(s []int64, now int64, cost int, mode Mode) (d Decision, e
 	err = p.apply(&d, s, now, cost, mode)
 	return d, err
 }
-
-var BucketFrom, FloorDiv = bucketFrom, floorDiv
 
 func (m *MemoryStore) DecideAt(q Query, now int64) (d Decision, err error) {
 	err = m.decide(&d, &q, now)

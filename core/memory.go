@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -23,20 +25,17 @@ const shardCount = 64
 // policy until idle keys make room: no live key is evicted, so no client exceeds its limit.
 type MemoryStore struct {
 	keySeed, scopeSeed maphash.Seed
-	start              time.Time    // when the store was made; now counts from it
-	clock              func() int64 // replaces time.Since(start) when set (MemoryConfig.Now, a synctest bubble)
+	now                func() int64 // the store's clock: nanoseconds since it was made
 	maxKeys            int64
-	sweepEvery         int64        // how long a shard waits between sweeps, in nanoseconds
+	sweepEvery         int64        // how long a shard waits between sweep passes, in nanoseconds
 	keys               atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
 	tables map[string]*keyTable // by policy text: equal policies share buckets
+	list   []*keyTable          // the same tables in the order made, for the sweep round
 
-	// The round a full store's newcomers sweep, one step each, over every shard of every
-	// table in turn (see sweepRound).
-	roundMu sync.Mutex
-	round   []*keyTable
-	roundAt int // the table index times shardCount plus the shard index
+	roundMu sync.Mutex // the full store's sweep round (see sweepRound)
+	roundAt int        // the table index times shardCount plus the shard index
 
 	sweepHook func(entries int) // for tests: told how many entries each sweep step examines
 }
@@ -47,8 +46,8 @@ type keyTable struct {
 	policy *Policy
 	shards [shardCount]shard
 
-	// overflow is the state every newcomer shares while the store is full: made on first
-	// need, never swept, outside the shards and the key count.
+	// overflow is the state every newcomer shares while the store is full: never swept,
+	// outside the shards and the key count.
 	overflowMu sync.Mutex
 	overflow   []int64
 }
@@ -81,30 +80,45 @@ type MemoryConfig struct {
 // NewMemoryStore returns an empty store; a nil cfg means the defaults. Idle keys are
 // dropped a few at a time by the decisions themselves, so there is nothing to close.
 func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
+	if cfg == nil {
+		cfg = &MemoryConfig{}
+	}
 	m := &MemoryStore{
 		keySeed:    maphash.MakeSeed(),
 		scopeSeed:  maphash.MakeSeed(),
-		start:      time.Now(),
-		maxKeys:    defaultMaxKeys,
-		sweepEvery: int64(defaultSweepInterval),
+		maxKeys:    int64(cmp.Or(max(cfg.MaxKeys, 0), defaultMaxKeys)),
+		sweepEvery: int64(max(0, cmp.Or(cfg.SweepInterval, defaultSweepInterval))),
 		tables:     map[string]*keyTable{},
 	}
-	if inBubble(m.start) {
-		m.clock = bubbleClock(m.start)
-	}
-	if cfg != nil {
-		if cfg.MaxKeys > 0 {
-			m.maxKeys = int64(cfg.MaxKeys)
-		}
-		if cfg.SweepInterval != 0 {
-			m.sweepEvery = max(0, int64(cfg.SweepInterval))
-		}
-		if now := cfg.Now; now != nil {
-			epoch := now()
-			m.clock = func() int64 { return int64(now().Sub(epoch)) }
-		}
+	switch start := time.Now(); {
+	case cfg.Now != nil:
+		now, epoch := cfg.Now, cfg.Now()
+		m.now = func() int64 { return int64(now().Sub(epoch)) }
+	case start == start.Round(0): // no monotonic reading: in a testing/synctest bubble
+		m.now = bubbleClock(start)
+	default:
+		m.now = func() int64 { return int64(time.Since(start)) }
 	}
 	return m
+}
+
+// bubbleClock is the clock of a store made in a synctest bubble at epoch. Read outside it
+// (the bubble ended; the store is the process's default), it goes on from its last bubble
+// reading: the bubble's made-up date would leap ahead and free every grant.
+func bubbleClock(epoch time.Time) func() int64 {
+	var last atomic.Int64 // the latest reading in the bubble
+	var once sync.Once
+	var outside time.Time // the first reading outside it
+	return func() int64 {
+		now := time.Now()
+		if now == now.Round(0) { // in the bubble
+			n := int64(now.Sub(epoch))
+			last.Store(n)
+			return n
+		}
+		once.Do(func() { outside = now })
+		return last.Load() + int64(time.Since(outside))
+	}
 }
 
 // hash names a key within its policy's table: two seeded hashes, so that no choice of
@@ -116,8 +130,8 @@ func (m *MemoryStore) hash(scope, key string) uint64 {
 // Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
 
-// table returns the key table of p's text, remembered on p for the common case of one
-// store per policy, so that finding it takes no lock.
+// table returns the key table of p's text, remembered on p so that the common case, one
+// store per policy, takes no lock.
 func (m *MemoryStore) table(p *Policy) *keyTable {
 	if t := p.memo.Load(); t != nil && t.store == m {
 		return t
@@ -125,18 +139,27 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 	m.mu.Lock()
 	t := m.tables[p.text]
 	if t == nil {
-		t = &keyTable{store: m, policy: p}
+		t = &keyTable{store: m, policy: p, overflow: make([]int64, p.stateLen)}
+		p.resetState(t.overflow)
 		for i := range t.shards {
 			t.shards[i].entries = map[uint64][]int64{}
 		}
 		m.tables[p.text] = t
+		m.list = append(m.list, t)
 	}
 	m.mu.Unlock()
 	p.memo.Store(t)
 	return t
 }
 
-func (t *keyTable) shard(h uint64) *shard { return &t.shards[h>>(64-6)] }
+// lock returns q's key table, its hash and its shard, locked.
+func (m *MemoryStore) lock(q *Query) (*keyTable, uint64, *shard) {
+	t := m.table(q.Policy)
+	h := m.hash(q.Scope, q.Key)
+	sh := &t.shards[h>>(64-6)] // shardCount is 2⁶
+	sh.mu.Lock()
+	return t, h, sh
+}
 
 // Decide implements Store; it fails only for a nil policy or too high a cost.
 func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error) {
@@ -144,8 +167,7 @@ func (m *MemoryStore) Decide(_ context.Context, q Query) (d Decision, err error)
 	return d, err
 }
 
-// decide is Decide at now, on the store's clock, writing into *d, which is zero (see
-// Policy.apply).
+// decide is Decide at now on the store's clock, writing into *d, which is zero.
 func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 	p := q.Policy
 	if p == nil {
@@ -154,18 +176,25 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 	if q.Cost > p.minCount {
 		return p.checkCost(q.Cost) // before any key is made for it
 	}
-	t := m.table(p)
-	h := m.hash(q.Scope, q.Key)
-	sh := t.shard(h)
-	sh.mu.Lock()
-	e := sh.entries[h]
-	if e == nil {
-		if e = t.add(sh, h); e == nil {
-			sh.mu.Unlock()
-			return t.decideNewcomer(d, q, sh, h, now)
-		}
+	t, h, sh := m.lock(q)
+	e := t.entry(sh, h)
+	if e == nil { // the store is full: a step of the store-wide sweep may make room
+		sh.mu.Unlock()
+		m.sweepRound(now)
+		sh.mu.Lock()
+		e = t.entry(sh, h) // another decision may have added it meanwhile
 	}
-	err := t.apply(d, q, sh, e, now)
+	if e == nil {
+		sh.mu.Unlock()
+		t.overflowMu.Lock()
+		err := p.apply(d, t.overflow, now, q.Cost, q.Mode)
+		t.overflowMu.Unlock()
+		return err
+	}
+	// Record no earlier than a sweep, among times a dropped key still counted, nor than a
+	// reset, among times it forgot: Release must tell the two apart.
+	now = max(now, sh.lastSweep, e[0]+1)
+	err := p.apply(d, e[1:], now, q.Cost, q.Mode)
 	if now-sh.lastPass >= m.sweepEvery {
 		sh.sweepStep(t, now)
 	}
@@ -173,74 +202,78 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 	return err
 }
 
-// apply decides q on the key's entry e in sh, whose lock the caller holds.
-func (t *keyTable) apply(d *Decision, q *Query, sh *shard, e []int64, now int64) error {
-	// A decision whose clock reading predates a sweep happens after it: it must not
-	// record a grant among times a dropped key still counted. Nor among those a reset
-	// forgot, so that Release can tell the two apart.
-	now = max(now, sh.lastSweep)
-	if e[0] != never {
-		now = max(now, e[0]+1)
+// entry returns the entry of key h in sh, whose lock the caller holds, adding it if there
+// is room; nil if the store is full. A newcomer starts from the overflow bucket's history,
+// where it may have been granted while the store was full.
+func (t *keyTable) entry(sh *shard, h uint64) []int64 {
+	if e := sh.entries[h]; e != nil {
+		return e
 	}
-	return t.policy.apply(d, e[1:], now, q.Cost, q.Mode)
-}
-
-// add returns a new entry for key h in sh, whose lock the caller holds, or nil if the
-// store is full. A newcomer starts from the overflow bucket's history: it may have been
-// granted there while the store was full, and forgetting that would let it exceed its
-// limit.
-func (t *keyTable) add(sh *shard, h uint64) []int64 {
-	if !t.store.reserve() {
+	// Count first: newcomers in other shards add keys at the same time.
+	if m := t.store; m.keys.Add(1) > m.maxKeys {
+		m.keys.Add(-1)
 		return nil
 	}
 	e := make([]int64, 1+t.policy.stateLen)
 	e[0] = never
 	t.overflowMu.Lock()
-	if t.overflow != nil {
-		copy(e[1:], t.overflow)
-	} else {
-		t.policy.resetState(e[1:])
-	}
+	copy(e[1:], t.overflow)
 	t.overflowMu.Unlock()
 	sh.entries[h] = e
 	sh.order = append(sh.order, h)
 	return e
 }
 
-// decideNewcomer decides a key the full store does not hold: it first sweeps a step of
-// the store-wide round, which may make room for it, and otherwise decides it in the
-// overflow bucket.
-func (t *keyTable) decideNewcomer(d *Decision, q *Query, sh *shard, h uint64, now int64) error {
-	t.store.sweepRound(now)
-	sh.mu.Lock()
-	e := sh.entries[h] // another decision may have added it meanwhile
-	if e == nil {
-		e = t.add(sh, h)
+// onKey runs f on q's key table and the key's entry (nil if it has none) under the lock of
+// the key's shard.
+func (m *MemoryStore) onKey(q *Query, f func(t *keyTable, e []int64) error) error {
+	if q.Policy == nil {
+		return errNilPolicy
 	}
-	if e != nil {
-		defer sh.mu.Unlock()
-		return t.apply(d, q, sh, e, now)
-	}
-	sh.mu.Unlock()
-	t.overflowMu.Lock()
-	defer t.overflowMu.Unlock()
-	if t.overflow == nil {
-		t.overflow = t.policy.newState()
-	}
-	return t.policy.apply(d, t.overflow, now, q.Cost, q.Mode)
+	t, h, sh := m.lock(q)
+	defer sh.mu.Unlock()
+	return f(t, sh.entries[h])
 }
 
-// reserve counts a new key if the store holds fewer than MaxKeys. Newcomers in other
-// shards add keys at the same time, under other locks: a check and a later add would let
-// each of them past the cap.
-func (m *MemoryStore) reserve() bool {
-	for {
-		n := m.keys.Load()
-		if n >= m.maxKeys {
-			return false
+// Reset implements Resetter; it fails only for a nil policy. The key's entry stays, empty,
+// holding the key's clock at the reset: Release ignores grants made no later (in flight
+// across the reset), and later grants are recorded after it.
+func (m *MemoryStore) Reset(_ context.Context, q Query) error {
+	return m.onKey(&q, func(t *keyTable, e []int64) error {
+		if e != nil {
+			// The key's clock, not the store's, which may have stepped back; and never
+			// lower than an earlier reset's, whose forgotten grants stay forgotten.
+			e[0] = max(e[0], t.policy.keyClock(e[1:], m.now()))
+			t.policy.resetState(e[1:])
+			return nil
 		}
-		if m.keys.CompareAndSwap(n, n+1) {
-			return true
+		// Never used, or swept: nothing to forget. Unless newcomers share the overflow
+		// bucket, where the key's grants may be among others': clearing it would free them
+		// all, keeping it leaves the key refused, so the caller must learn it.
+		t.overflowMu.Lock()
+		defer t.overflowMu.Unlock()
+		if !t.policy.idle(t.overflow, m.now()) {
+			return fmt.Errorf("the memory store is at its key cap (MemoryConfig.MaxKeys %d): the key may be counted in the bucket newcomers share, which a reset of one key cannot clear; raise MaxKeys", m.maxKeys)
 		}
-	}
+		return nil
+	})
+}
+
+// Release implements Releaser; it fails only for a nil policy.
+func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
+	return m.onKey(&q, func(t *keyTable, e []int64) error {
+		switch {
+		case e == nil:
+			// Decided in the overflow bucket while the store was full (or swept since, and
+			// then the grant is out of every window and not in the overflow bucket either).
+			t.overflowMu.Lock()
+			defer t.overflowMu.Unlock()
+			t.policy.release(t.overflow, grant, q.Cost)
+		case grant > e[0]:
+			// Not forgotten by a reset: a grant no later than it may share its time (or
+			// bucket) with a later one.
+			t.policy.release(e[1:], grant, q.Cost)
+		}
+		return nil
+	})
 }
