@@ -43,18 +43,13 @@ type call struct {
 	done   chan struct{} // receives once v and err are set
 }
 
-// once reports whether c must not run twice: a release run twice would give back a second
-// grant, so it goes in MULTI/EXEC (see send).
-func (c *call) once() bool { return c.script == releaseScript }
-
-// A queue holds the calls waiting for a flight to one server, and what is known of the
-// server's connections.
+// A queue holds the calls waiting for one server's flights, and what is known of its
+// connections.
 type queue struct {
 	mu      sync.Mutex
 	waiting []*call
 	flying  int
-	// unreachable is the last failed attempt to connect, until a connection or an answer
-	// comes (see explain and shut).
+	// unreachable is the last failed connection attempt, until the server is reached.
 	unreachable atomic.Pointer[dialFailure]
 	// down is cancelled, with the dial's error as cause, at the next refused connection;
 	// nil until a call asks for it (see signal), and again after each refusal.
@@ -66,18 +61,16 @@ type queue struct {
 	node atomic.Pointer[redis.Client]
 }
 
-// A dialFailure is the error a connection attempt met, and when. refused says the host or
-// network answered no at once (see isRefusal): unlike a timeout, that ends every call
-// waiting for a connection, and the next ones for a while.
+// A dialFailure is the error a connection attempt met, and when. refused: the host or
+// network answered no at once (see isRefusal), unlike a timeout.
 type dialFailure struct {
 	err     error
 	at      time.Time
 	refused bool
 }
 
-// refusedPause is how long after a refused connection a call fails without being sent,
-// unless a connection or an answer comes first. go-redis would otherwise keep each call
-// until its deadline, dialing again and again and logging each failed round.
+// refusedPause is how long after a refused connection calls fail unsent: go-redis would
+// keep each until its deadline, dialing again and again and logging each failed round.
 const refusedPause = time.Second
 
 // signal returns q's refusal signal (q.down), made if there is none; q.mu is held.
@@ -159,11 +152,9 @@ func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // the chain, so errors.Is still finds the context's.
 func (q *queue) explain(err error, budget time.Duration) error {
 	f := q.unreachable.Load()
-	if f == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+	_, own := errors.AsType[*net.OpError](err) // a network cause of its own
+	if f == nil || own || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return err
-	}
-	if _, ok := errors.AsType[*net.OpError](err); ok {
-		return err // a network cause of its own
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		if budget >= time.Millisecond {
@@ -175,11 +166,7 @@ func (q *queue) explain(err error, budget time.Duration) error {
 }
 
 // doneCtx is a context already done.
-var doneCtx = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
+var doneCtx, _ = context.WithDeadline(context.Background(), time.Time{})
 
 // queueFor returns the queue of the server that holds key: the store's own for a single
 // server, the master's for a Cluster, so that a slow or dead master delays only the
@@ -217,12 +204,16 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	q.mu.Lock()
 	c.down = q.signal()
 	probe, err := q.shut(start, s.pause)
-	if err == nil {
+	free := err == nil && q.flying < s.flights
+	// A caller that finds a flight free and nobody waiting sends its call itself, with no
+	// goroutine to wake (hot-exact100-1goroutine in docs/bench/redis), if the client holds
+	// its deadline on the socket.
+	self := free && s.direct && len(q.waiting) == 0
+	if free {
+		q.flying++
+	}
+	if err == nil && !self {
 		q.waiting = append(q.waiting, c)
-		if q.flying < s.flights {
-			q.flying++
-			go s.fly(q)
-		}
 	}
 	q.mu.Unlock()
 	if err != nil {
@@ -230,6 +221,19 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	}
 	if probe {
 		defer q.probing.Store(false)
+	}
+	switch {
+	case self:
+		s.send(c.down, []*call{c})
+		q.mu.Lock()
+		if len(q.waiting) > 0 {
+			go s.fly(q) // calls queued meanwhile: the flight goes on
+		} else {
+			q.flying--
+		}
+		q.mu.Unlock()
+	case free:
+		go s.fly(q)
 	}
 	var v reply
 	select {
@@ -284,8 +288,7 @@ func waited(c *call) bool { return c.ctx.Err() == nil && c.down.Err() == nil }
 // Calls whose callers have gone are not sent. The others go in one pipeline, but those
 // that are once go in MULTI/EXEC beside it: go-redis may send a pipeline again after a
 // failed read, though the server ran it, but a transaction only when its EXEC cannot have
-// run. A pipeline serves several callers, so it has none's context and the latest
-// deadline: each caller stops waiting at its own.
+// run. A pipeline has the latest deadline: each caller stops waiting at its own.
 func (s *Store) send(down context.Context, batch []*call) {
 	var live []*call
 	txs := map[string][]*call{}
@@ -303,14 +306,18 @@ func (s *Store) send(down context.Context, batch []*call) {
 		if cluster {
 			tag = c.keys[0]
 		}
-		if c.once() {
+		if c.script == releaseScript { // run twice, it would give back a second grant
 			txs[tag] = append(txs[tag], c)
 		} else {
 			live = append(live, c)
 		}
 	}
 	if !deadline.IsZero() {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		base := context.Background() // a pipeline serves several callers, so it has none's context
+		if len(batch) == 1 {
+			base = batch[0].ctx
+		}
+		ctx, cancel := context.WithDeadline(base, deadline)
 		stop := context.AfterFunc(down, cancel)
 		var wg sync.WaitGroup
 		for _, tx := range txs {
@@ -352,7 +359,7 @@ func (s *Store) exec(ctx context.Context, pipe func() redis.Pipeliner, calls []*
 		p.Exec(ctx)
 	}
 	for i, c := range calls {
-		if !c.once() && notRun(cmds[i].Err()) && waited(c) {
+		if c.script != releaseScript && notRun(cmds[i].Err()) && waited(c) {
 			cmds[i] = c.script.Run(ctx, s.client, c.keys, c.args...)
 		}
 		c.v, c.err = replyOf(cmds[i])
@@ -372,7 +379,7 @@ func hasPrefix(err error, p string) bool {
 // it, for a state that passes (a replica that was a master, a loading or failing-over
 // server). go-redis retries these on a single command, but on a pipeline only when the
 // first command met one, sending the whole pipeline again: a grant recorded twice only
-// makes the limit stricter, but a release run twice would be looser (see once).
+// makes the limit stricter, but a release run twice would be looser (see send).
 func notRun(err error) bool {
 	for _, p := range [...]string{"READONLY ", "LOADING ", "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN "} {
 		if hasPrefix(err, p) {

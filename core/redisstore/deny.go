@@ -112,9 +112,6 @@ func (c *denyCache) drop(h [16]byte) {
 // of a key sharing its generation still on its way: one decided before, whose reply comes
 // after.
 func (c *denyCache) forget(h [16]byte) {
-	sh := &c.shards[h[0]%denyShards]
-	sh.mu.Lock()
-	delete(sh.m, h)
-	c.genOf(h).Add(1)
-	sh.mu.Unlock()
+	c.genOf(h).Add(1) // first: a put after it fails, one before it is dropped
+	c.drop(h)
 }

@@ -56,8 +56,7 @@ var (
 )
 
 // Store is a core.Store in Redis. Create it with New; it is safe for concurrent use. It
-// keeps no goroutine beyond its work (one that sends queued decisions ends when the queue
-// is empty), so there is nothing to close (the client is the caller's).
+// keeps no goroutine between decisions, so there is nothing to close.
 type Store struct {
 	client  redis.UniversalClient
 	prefix  string
@@ -65,6 +64,7 @@ type Store struct {
 	clock   func() time.Time
 	deny    *denyCache
 	flights int
+	direct  bool          // the client holds context deadlines on its sockets (see run)
 	pause   time.Duration // refusedPause; tests shorten or lengthen it
 	queue   queue         // a single server's (see batch.go)
 	nodes   sync.Map      // a Cluster master's address -> its *queue
@@ -100,8 +100,7 @@ func WithTimeout(d time.Duration) Option {
 
 // WithFlights sets how many sends the Store keeps on the wire to each server (each master,
 // in a Cluster) at once (default DefaultFlights); n <= 0 means the default. Decisions that
-// arrive while all are out wait and leave together, as one pipeline, on the next flight:
-// fewer flights make longer pipelines and fewer round trips; more, shorter waits.
+// arrive while all are out leave together, as one pipeline, on the next flight.
 func WithFlights(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
@@ -155,6 +154,12 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		flights: DefaultFlights,
 		pause:   refusedPause,
 	}
+	switch c := client.(type) {
+	case *redis.Client:
+		s.direct = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		s.direct = c.Options().ContextTimeoutEnabled
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -205,9 +210,7 @@ func (s *Store) keyName(h [16]byte) string { return s.prefix + "{" + hex.EncodeT
 
 // The generations of the scripts' value layouts, part of every key: a release that
 // changes a layout changes its generation, so that its scripts never misread a value an
-// older release wrote (a misread ring could admit a request too many). During a rolling
-// upgrade across such a change, old and new processes count in separate buckets until the
-// old ones are gone; see docs/redis.md.
+// older release wrote (a misread ring could admit a request too many); see docs/redis.md.
 const (
 	exactLayout   = "reqlimit-layout-4"
 	boundedLayout = "reqlimit-layout-5"
@@ -276,11 +279,9 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	return d, nil
 }
 
-// Reset implements core.Resetter: it deletes the bucket's key, which holds every rate's
-// grants, in one script, so a decision on the key runs wholly before or after it. It runs
-// under the store's deadline (WithTimeout), as decisions do. This process forgets its cached
-// refusal of the key too; another process's cached refusal lasts until its wait ends, up to
-// the period (stricter, never looser; WithDenyCache(false) in every process avoids it).
+// Reset implements core.Resetter: it deletes the bucket's key in one script, so a decision
+// on the key runs wholly before or after it, under the store's deadline. Only this
+// process's deny cache forgets the key (see WithDenyCache).
 func (s *Store) Reset(ctx context.Context, q core.Query) error {
 	pl, h, err := s.bucket(q)
 	if err != nil {
@@ -300,11 +301,9 @@ func (s *Store) Reset(ctx context.Context, q core.Query) error {
 }
 
 // Release implements core.Releaser: it gives back the grant a decision of q recorded at
-// grant (Decision.Grant, the server's time in microseconds), in one script, so a decision on
-// the key runs wholly before or after it. It runs at most once: an error may mean that the
-// grant was given back or that it still counts, never that it came back twice. This process
-// forgets its cached refusal of the key too; another process's cached refusal lasts until
-// its wait ends (stricter, never looser).
+// grant (Decision.Grant), in one script, under the store's deadline. It runs at most once:
+// an error may mean that the grant was given back or that it still counts, never that it
+// came back twice. Only this process's deny cache forgets the key (see WithDenyCache).
 func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	pl, h, err := s.bucket(q)
 	if err != nil {
@@ -346,12 +345,9 @@ func put(b []byte, xs ...int64) []byte {
 // args packs a decision script's ARGV: whether to read the server's TIME, the time
 // otherwise, cost, mode, expiry, then the policy's part (plan.tail).
 func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
-	b := make([]byte, 0, 40+len(pl.tail))
-	if s.clock != nil {
-		// Keys under a test clock get no expiry: its time is not the server's.
-		b = put(b, 0, s.clock().UnixMicro(), int64(cost), int64(mode), 0)
-	} else {
-		b = put(b, 1, 0, int64(cost), int64(mode), pl.expire)
+	b := put(make([]byte, 0, 40+len(pl.tail)), 1, 0, int64(cost), int64(mode), pl.expire)
+	if s.clock != nil { // keys under a test clock get no expiry: its time is not the server's
+		b = put(b[:0], 0, s.clock().UnixMicro(), int64(cost), int64(mode), 0)
 	}
 	return []any{append(b, pl.tail...)}
 }
