@@ -22,13 +22,11 @@ const (
 type denyCache struct {
 	shards   [denyShards]denyShard
 	perShard int
-	// gens count the resets and releases of keys, a counter for the keys whose hashes
-	// share ten bits (bumped under the key's shard lock): a refusal decided before one of
-	// them, whose reply comes after it, must not be cached, since Redis would no longer
-	// give it. Decide reads the key's counter before it sends and put drops the refusal if
-	// it has moved since. Finer than a shard, so that the releases of a busy limit
-	// (WithCountWhen gives back every request it does not count) leave other keys'
-	// refusals cached.
+	// gens count the resets and releases of keys, one counter per ten bits of the hash: a
+	// refusal decided before one of them whose reply comes after it must not be cached,
+	// since Redis would no longer give it. Finer than a shard, so that the releases of a
+	// busy limit (WithCountWhen gives back every request it does not count) leave other
+	// keys' refusals cached.
 	gens [denyGens]atomic.Uint64
 }
 
@@ -83,8 +81,8 @@ func (c *denyCache) genOf(h [16]byte) *atomic.Uint64 {
 }
 
 // put records a refusal whose admission is wait away, unless a reset or release of a key
-// sharing h's generation came after gen was read; when the shard is full it drops expired entries, then
-// any one.
+// sharing h's generation came after gen was read; a full shard drops expired entries, and
+// others while it is full.
 func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait time.Duration, d core.Decision) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
@@ -94,15 +92,9 @@ func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait 
 	}
 	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
 		for k, e := range sh.m {
-			if !since.Before(e.until) {
+			if !since.Before(e.until) || len(sh.m) >= c.perShard {
 				delete(sh.m, k)
 			}
-		}
-		for k := range sh.m {
-			if len(sh.m) < c.perShard {
-				break
-			}
-			delete(sh.m, k)
 		}
 	}
 	sh.m[h] = denyEntry{since: since, until: since.Add(wait), cost: cost, d: d}
@@ -120,9 +112,6 @@ func (c *denyCache) drop(h [16]byte) {
 // of a key sharing its generation still on its way: one decided before, whose reply comes
 // after.
 func (c *denyCache) forget(h [16]byte) {
-	sh := &c.shards[h[0]%denyShards]
-	sh.mu.Lock()
-	delete(sh.m, h)
-	c.genOf(h).Add(1)
-	sh.mu.Unlock()
+	c.genOf(h).Add(1) // first: a put after it fails, one before it is dropped
+	c.drop(h)
 }

@@ -130,7 +130,8 @@ func BenchmarkInterleaved(b *testing.B) {
 	// One goroutine: no queue forms, so this shows what the queue costs a lone decision.
 	hotRun("hot-exact100-1goroutine", 1, hot(noCache, "100/100us"))
 	hotRun("hot-exact100-unshared", goroutines, hot(unshared, "100/100us"))
-	// Two rates on one route, as "500 per 2s and 2000 per 10s": boundedn.lua and exactn.lua.
+	// Two rates on one route, as "500 per 2s and 2000 per 10s": bounded.lua and exact.lua
+	// with two rates each.
 	hotRun("hot-two-bounded", goroutines, hot(store, "500000000/2s,2000000000/10s"))
 	hotRun("hot-two-exact", goroutines, hot(noCache, "100/100us,200/1ms"))
 	b.Run("many-keys", func(b *testing.B) {
