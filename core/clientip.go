@@ -15,19 +15,7 @@ const unknownClient = "unknown"
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
-// canonical is the input's Canonical: peer is netip's text of an address, "host:0".
-func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
-	if len(l.cfg.trusted) == 0 {
-		if canonical && len(peer) > len(":0") && peer[0] != '[' {
-			host := peer[:len(peer)-len(":0")] // IPv4, formatted by netip: checked by construction
-			l.untrustedPeer(host, netip.Addr{}, r)
-			return host
-		}
-		if host, ok := canonicalIPv4Host(peer); ok {
-			l.untrustedPeer(host, netip.Addr{}, r) // the common case, decided in one pass without parsing into netip
-			return host
-		}
-	}
+func (l *limiter) clientKey(peer string, r Request) string {
 	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
@@ -60,46 +48,6 @@ func (l *limiter) formatAddr(addr netip.Addr) string {
 		return addrKey(addr, l.cfg.ipv6Bits)
 	}
 	return addrKey(addr, addr.BitLen())
-}
-
-// canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4
-// as netip prints it: four decimal numbers 0-255 without leading zeros. Such text is
-// already the key. It reads s once, a number at a time; most peers are "a.b.c.d:port".
-func canonicalIPv4Host(s string) (string, bool) {
-	i := 0
-	for part := range 4 {
-		if part > 0 {
-			if i == len(s) || s[i] != '.' {
-				return "", false
-			}
-			i++
-		}
-		if i == len(s) || s[i]-'0' > 9 {
-			return "", false
-		}
-		n := uint(s[i] - '0')
-		i++
-		if n == 0 {
-			continue // no leading zero: a 0 stands alone
-		}
-		for range 2 {
-			if i == len(s) || s[i]-'0' > 9 {
-				break
-			}
-			n = n*10 + uint(s[i]-'0')
-			i++
-		}
-		if n > 255 {
-			return "", false
-		}
-	}
-	if i == len(s) {
-		return s, true
-	}
-	if s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0 {
-		return "", false // hostOf keeps text with several colons whole
-	}
-	return s[:i], true
 }
 
 // unixClient returns the client a proxy trusted as "unix" (WithTrustedProxies) forwarded

@@ -18,9 +18,6 @@ type Input[R any] struct {
 	// Peer is the connection's peer address ("host:port"), or the framework's client IP
 	// when the application configured its framework's trusted proxies.
 	Peer string
-	// Canonical reports that Peer is an address as netip formats it with port 0 (the
-	// adapter's PeerString): an IPv4 host in it is already the key, unchecked.
-	Canonical bool
 	// Request gives key, skip and cost functions the request; it may be nil when the
 	// limit does not need it (NeedsRequest).
 	Request R
