@@ -351,8 +351,10 @@ func (l *limiter) scope(route string) string {
 // route and ident allocates once per route rather than once per request. Routes are read
 // on every request and added rarely: readers look a route up in an immutable map that a
 // new route replaces by a copy. Past maxCachedScopes routes, a new route's scope is joined
-// per request instead.
+// per request instead. Most limits are a route's own and see that route alone: the first
+// route seen is compared first, without hashing.
 type scopeCache struct {
+	first  atomic.Pointer[[2]string]         // the first route seen and its scope
 	routes atomic.Pointer[map[string]string] // route: scope
 	mu     sync.Mutex                        // serializes adding routes
 }
@@ -362,6 +364,9 @@ type scopeCache struct {
 const maxCachedScopes = 1024
 
 func (c *scopeCache) get(route, ident string) string {
+	if e := c.first.Load(); e != nil && e[0] == route {
+		return e[1]
+	}
 	if m := c.routes.Load(); m != nil {
 		if scope, ok := (*m)[route]; ok {
 			return scope
@@ -382,8 +387,12 @@ func (c *scopeCache) get(route, ident string) string {
 		if m == nil {
 			m = map[string]string{}
 		}
-		m[strings.Clone(route)] = scope // route may live in a buffer the adapter reuses
+		route = strings.Clone(route) // it may live in a buffer the adapter reuses
+		m[route] = scope
 		c.routes.Store(&m)
+		if old == nil {
+			c.first.Store(&[2]string{route, scope})
+		}
 	}
 	return scope
 }
