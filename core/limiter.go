@@ -62,28 +62,18 @@ type (
 // API of this package.
 func init() {
 	hook.Register(&hook.Core[Option, adapterLimiter]{
-		New: func(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
-			return forAdapter(buildRate(count, period, opts))
-		},
+		New:  buildRate,
 		Must: mustBuildRate,
 		Parse: func(policy string, opts []Option) (adapterLimiter, error) {
-			return forAdapter(build(policy, nil, opts))
+			return build(policy, nil, opts)
 		},
 		Extension: withExtension,
 		Refuse:    func(err error) Option { return func(*config) error { return err } },
 	})
 }
 
-// forAdapter returns l, or on error no limiter rather than a nil *limiter in an interface.
-func forAdapter(l *limiter, err error) (adapterLimiter, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
 // buildRate builds the limit count per period with opts, for an adapter's Limit.
-func buildRate(count int, period time.Duration, opts []Option) (*limiter, error) {
+func buildRate(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
 	return build("", []Rate{{Count: count, Period: period}}, opts)
 }
 
@@ -99,8 +89,9 @@ func mustBuildRate(count int, period time.Duration, opts []Option) adapterLimite
 }
 
 // build builds the limit of rates or, when they are nil, of a policy's text, with opts.
-// Its errors end with where the application registered the limit.
-func build(policy string, rates []Rate, opts []Option) (*limiter, error) {
+// Its errors end with where the application registered the limit, and come with no
+// limiter rather than a nil *limiter in the interface.
+func build(policy string, rates []Rate, opts []Option) (adapterLimiter, error) {
 	site := registration()
 	l, err := newLimiter(site, policy, rates, opts)
 	if err != nil {
