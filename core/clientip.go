@@ -15,18 +15,10 @@ const unknownClient = "unknown"
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
-// canonical is the input's Canonical: peer is netip's text of an address, "host:0".
-func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
-	if len(l.cfg.trusted) == 0 {
-		if canonical && len(peer) > len(":0") && peer[0] != '[' {
-			host := peer[:len(peer)-len(":0")] // IPv4, formatted by netip: checked by construction
-			l.untrustedPeer(host, netip.Addr{}, r)
-			return host
-		}
-		if host, ok := canonicalIPv4Host(peer); ok {
-			l.untrustedPeer(host, netip.Addr{}, r) // the common case, decided in one pass without parsing into netip
-			return host
-		}
+func (l *limiter) clientKey(peer string, r Request) string {
+	if host, ok := canonicalIPv4Host(peer); ok && len(l.cfg.trusted) == 0 {
+		l.untrustedPeer(host, netip.Addr{}, r) // the common case, without netip
+		return host
 	}
 	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)
@@ -45,26 +37,20 @@ func (l *limiter) clientKey(peer string, canonical bool, r Request) string {
 	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		return l.formatAddr(l.forwardedClient(addr, r))
 	}
-	l.untrustedPeer("", addr, r)
 	if addr.Is4() {
 		// netip accepts only canonical dotted-quad IPv4, so host is already the key's
 		// text: no allocation on the common path.
+		l.untrustedPeer(host, netip.Addr{}, r)
 		return host
 	}
+	l.untrustedPeer("", addr, r)
 	return l.formatAddr(addr)
 }
 
-func (l *limiter) formatAddr(addr netip.Addr) string {
-	addr = addr.Unmap().WithZone("")
-	if addr.Is6() && l.cfg.ipv6Bits < 128 {
-		return addrKey(addr, l.cfg.ipv6Bits)
-	}
-	return addrKey(addr, addr.BitLen())
-}
-
-// canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4
-// as netip prints it: four decimal numbers 0-255 without leading zeros. Such text is
-// already the key. It reads s once, a number at a time; most peers are "a.b.c.d:port".
+// canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4 as
+// netip prints it (no leading zeros), which is already the key: most peers are
+// "a.b.c.d:port". It reads s once: netip.ParseAddr there is a large share of what a
+// limit adds to a route (Echo v5's and net/http's Middleware/standard/interleaved).
 func canonicalIPv4Host(s string) (string, bool) {
 	i := 0
 	for part := range 4 {
@@ -97,9 +83,17 @@ func canonicalIPv4Host(s string) (string, bool) {
 		return s, true
 	}
 	if s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0 {
-		return "", false // hostOf keeps text with several colons whole
+		return "", false // HostOf keeps text with several colons whole
 	}
 	return s[:i], true
+}
+
+func (l *limiter) formatAddr(addr netip.Addr) string {
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() && l.cfg.ipv6Bits < 128 {
+		return addrKey(addr, l.cfg.ipv6Bits)
+	}
+	return addrKey(addr, addr.BitLen())
 }
 
 // unixClient returns the client a proxy trusted as "unix" (WithTrustedProxies) forwarded
@@ -135,9 +129,9 @@ func (l *limiter) trusts(a netip.Addr) bool {
 func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	switch name := l.cfg.forwardedHeader; name {
 	case "", "X-Forwarded-For":
-		return l.walkLines(peer, r.Headers("X-Forwarded-For"))
+		return l.walk(peer, r.Headers("X-Forwarded-For"), strings.TrimSpace)
 	case "Forwarded":
-		return l.walk(peer, forwardedFor(r.Headers("Forwarded")))
+		return l.walk(peer, r.Headers("Forwarded"), forValue)
 	default:
 		// The last line is the one the trusted proxy wrote: a proxy that appends its own
 		// line instead of replacing the field passes the client's lines on before it.
@@ -152,14 +146,15 @@ func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	}
 }
 
-// walkLines is walk over the comma-separated entries of lines, read in place: a client
-// behind proxies sends on every request, and splitting would allocate each time.
-func (l *limiter) walkLines(peer netip.Addr, lines []string) netip.Addr {
+// walk walks the comma-separated entries of lines from the right, each entry's address
+// being addr(entry), read in place: a client behind proxies sends on every request, and
+// splitting would allocate each time.
+func (l *limiter) walk(peer netip.Addr, lines []string, addr func(string) string) netip.Addr {
 	client := peer
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line := lines[i]; ; {
 			comma := strings.LastIndexByte(line, ',')
-			a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(line[comma+1:])))
+			a, err := netip.ParseAddr(hook.HostOf(addr(line[comma+1:])))
 			if err != nil {
 				return client
 			}
@@ -176,35 +171,15 @@ func (l *limiter) walkLines(peer netip.Addr, lines []string) netip.Addr {
 	return client
 }
 
-func (l *limiter) walk(peer netip.Addr, list []string) netip.Addr {
-	client := peer
-	for i := len(list) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(list[i])))
-		if err != nil {
-			return client
-		}
-		client = a
-		if !l.trusts(a) {
-			return a
+// forValue returns the for= address of an RFC 7239 Forwarded element, "unknown" (an
+// unknown hop) if it has none.
+func forValue(elem string) string {
+	found := "unknown"
+	for pair := range strings.SplitSeq(elem, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if ok && strings.EqualFold(k, "for") {
+			found = strings.Trim(v, `"`)
 		}
 	}
-	return client
-}
-
-// forwardedFor extracts the for= addresses of RFC 7239 Forwarded fields, in order.
-func forwardedFor(fields []string) []string {
-	var out []string
-	for _, f := range fields {
-		for _, elem := range strings.Split(f, ",") {
-			found := "unknown" // an element without for= is an unknown hop
-			for _, pair := range strings.Split(elem, ";") {
-				k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if ok && strings.EqualFold(k, "for") {
-					found = strings.Trim(v, `"`)
-				}
-			}
-			out = append(out, found)
-		}
-	}
-	return out
+	return found
 }

@@ -172,7 +172,7 @@ func TestRepeatedClientKeyDoesNotAllocate(t *testing.T) {
 
 // Keys remembered for one address are never another's: many more addresses than the
 // cache has slots, in several groupings, each key as netip formats it.
-// An adapter's cached peer string (Input.Canonical) keys its client as the address parsed
+// An adapter's cached peer string (adapter.PeerString) keys its client as the address parsed
 // from any other spelling of it does: IPv4, IPv4-mapped, zoned and grouped IPv6 alike.
 func TestCanonicalPeerKeysAsParsed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -188,7 +188,7 @@ func TestCanonicalPeerKeysAsParsed(t *testing.T) {
 		l := limiter(t, opt)
 		for _, a := range addrs {
 			want := core.ClientKey(l, netip.AddrPortFrom(a, 443).String(), nil)
-			if got := core.CanonicalClientKey(l, adapter.PeerString(a)); got != want {
+			if got := core.ClientKey(l, adapter.PeerString(a), nil); got != want {
 				t.Fatalf("%v: cached peer %q keyed %q, parsed %q", a, adapter.PeerString(a), got, want)
 			}
 		}

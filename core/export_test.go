@@ -52,10 +52,7 @@ func tables(m *MemoryStore) []*keyTable {
 
 // ClientKey returns the key the client of a request counts against under limit l, which
 // internal/adapter built.
-func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, false, r) }
-
-// CanonicalClientKey is ClientKey for an input whose Canonical is set.
-func CanonicalClientKey(l any, peer string) string { return l.(*limiter).clientKey(peer, true, nil) }
+func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, r) }
 
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod

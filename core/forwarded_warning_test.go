@@ -44,39 +44,38 @@ func (routedReq) Route() string { return "GET /login" }
 // they were.
 func TestForwardedHeaderFromLocalPeerWarnsOnce(t *testing.T) {
 	for _, c := range []struct {
-		peer      string
-		canonical bool
-		header    string
-		opts      []core.Option
-		want      string // in the warning: the fix
+		peer   string
+		header string
+		opts   []core.Option
+		want   string // in the warning: the fix
 	}{
-		{"127.0.0.1:41234", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("127.0.0.1")`},
-		{"127.0.0.1:0", true, "X-Forwarded-For", nil, `core.WithTrustedProxies("127.0.0.1")`},
-		{"10.1.2.3:80", false, "X-Real-Ip", nil, `core.WithTrustedProxies("10.1.2.3") with core.WithForwardedHeader("X-Real-IP")`},
-		{"172.17.0.1:80", false, "Forwarded", nil, `core.WithTrustedProxies("172.17.0.1") with core.WithForwardedHeader("Forwarded")`},
-		{"172.31.255.1:80", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("172.31.255.1")`},
-		{"192.168.1.9", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("192.168.1.9")`},
-		{"169.254.0.7:80", false, "X-Forwarded-For", nil, `a link-local address`},
-		{"[::1]:80", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("::1")`},
-		{"[fd00::5]:80", false, "X-Forwarded-For", nil, `a private address`},
-		{"[fe80::1%eth0]:80", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("fe80::1")`},
-		{"[::ffff:10.0.0.1]:80", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("10.0.0.1")`},
-		{"@", false, "X-Forwarded-For", nil, `core.WithTrustedProxies("unix")`},
-		{"/run/app.sock", false, "X-Forwarded-For", nil, `over a unix socket`},
+		{"127.0.0.1:41234", "X-Forwarded-For", nil, `core.WithTrustedProxies("127.0.0.1")`},
+		{"127.0.0.1:0", "X-Forwarded-For", nil, `core.WithTrustedProxies("127.0.0.1")`},
+		{"10.1.2.3:80", "X-Real-Ip", nil, `core.WithTrustedProxies("10.1.2.3") with core.WithForwardedHeader("X-Real-IP")`},
+		{"172.17.0.1:80", "Forwarded", nil, `core.WithTrustedProxies("172.17.0.1") with core.WithForwardedHeader("Forwarded")`},
+		{"172.31.255.1:80", "X-Forwarded-For", nil, `core.WithTrustedProxies("172.31.255.1")`},
+		{"192.168.1.9", "X-Forwarded-For", nil, `core.WithTrustedProxies("192.168.1.9")`},
+		{"169.254.0.7:80", "X-Forwarded-For", nil, `a link-local address`},
+		{"[::1]:80", "X-Forwarded-For", nil, `core.WithTrustedProxies("::1")`},
+		{"[fd00::5]:80", "X-Forwarded-For", nil, `a private address`},
+		{"[fe80::1%eth0]:80", "X-Forwarded-For", nil, `core.WithTrustedProxies("fe80::1")`},
+		{"[::ffff:10.0.0.1]:80", "X-Forwarded-For", nil, `core.WithTrustedProxies("10.0.0.1")`},
+		{"@", "X-Forwarded-For", nil, `core.WithTrustedProxies("unix")`},
+		{"/run/app.sock", "X-Forwarded-For", nil, `over a unix socket`},
 		// Trusted proxies configured, but not this one (a Docker bridge, say).
-		{"172.18.0.2:80", false, "X-Forwarded-For", []core.Option{core.WithTrustedProxies("10.0.0.0/8")}, `core.WithTrustedProxies("172.18.0.2")`},
+		{"172.18.0.2:80", "X-Forwarded-For", []core.Option{core.WithTrustedProxies("10.0.0.0/8")}, `core.WithTrustedProxies("172.18.0.2")`},
 		// The configured header is named first; another header is named with the fix.
-		{"10.0.0.2:80", false, "X-Forwarded-For", []core.Option{core.WithTrustedProxies("192.0.2.0/24"), core.WithForwardedHeader("X-Real-IP")},
+		{"10.0.0.2:80", "X-Forwarded-For", []core.Option{core.WithTrustedProxies("192.0.2.0/24"), core.WithForwardedHeader("X-Real-IP")},
 			`core.WithTrustedProxies("10.0.0.2") with core.WithForwardedHeader("X-Forwarded-For")`},
 		// A key function that falls back to the client's IP.
-		{"10.0.0.3:80", false, "X-Forwarded-For", []core.Option{core.WithKey(func(core.Request) (string, error) { return "", nil })}, `"10.0.0.3"`},
+		{"10.0.0.3:80", "X-Forwarded-For", []core.Option{core.WithKey(func(core.Request) (string, error) { return "", nil })}, `"10.0.0.3"`},
 	} {
 		var log hookLog
 		l := limiter(t, append([]core.Option{core.WithErrorHook(log.hook)}, c.opts...)...)
 		admitted := 0
 		for i := range 5 {
 			r := routedReq{req(c.header, "198.51.100."+string(rune('1'+i)))}
-			v := l.Check(context.Background(), adapter.Input{Route: "GET /login", Peer: c.peer, Canonical: c.canonical, Request: r}, nil)
+			v := l.Check(context.Background(), adapter.Input{Route: "GET /login", Peer: c.peer, Request: r}, nil)
 			if v.Allowed {
 				admitted++
 			}

@@ -17,8 +17,8 @@ import (
 
 // A limiter is one registered limit as the middlewares apply it: its policy, its store, how
 // a request maps to a bucket and what the response says. Adapters build one through the
-// hook.Core registered below when a route is registered and call Check for every request;
-// its exported methods are what hook.Limiter (package adapter's Limiter) describes.
+// hook.Core registered below and call Check for every request; its exported methods are
+// hook.Limiter's.
 type limiter struct {
 	policy *Policy
 	store  Store
@@ -54,84 +54,83 @@ type limiter struct {
 type (
 	input   = hook.Input[Request]
 	verdict = hook.Verdict[Decision]
+	// adapterLimiter is a limiter as the adapters see it (package adapter's Limiter).
+	adapterLimiter = hook.Limiter[Request, Decision, *Policy]
 )
-
-// adapterLimiter is a limiter as the adapters see it (package adapter's Limiter).
-type adapterLimiter = hook.Limiter[Request, Decision, *Policy]
 
 // The adapters build their limits through hook.Core, which says why it is not an exported
 // API of this package.
 func init() {
 	hook.Register(&hook.Core[Option, adapterLimiter]{
-		New: func(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
-			return asAdapterLimiter(buildRate(count, period, opts))
-		},
-		Must: func(count int, period time.Duration, opts []Option) adapterLimiter {
-			return mustBuildRate(count, period, opts)
-		},
+		New:  buildRate,
+		Must: mustBuildRate,
 		Parse: func(policy string, opts []Option) (adapterLimiter, error) {
-			return asAdapterLimiter(buildPolicy(policy, opts))
+			return build(policy, nil, opts)
 		},
 		Extension: withExtension,
 		Refuse:    func(err error) Option { return func(*config) error { return err } },
 	})
 }
 
-// asAdapterLimiter returns l for the adapters, or no limiter (rather than a nil *limiter
-// in the interface) with an error.
-func asAdapterLimiter(l *limiter, err error) (adapterLimiter, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// buildRate builds the limit count per period with opts, for an adapter's Limit. Its
-// errors end with where the limit was registered.
-func buildRate(count int, period time.Duration, opts []Option) (*limiter, error) {
-	site := registration()
-	l, err := newLimiter([]Rate{{Count: count, Period: period}}, false, opts)
-	if err == nil {
-		err = l.register(site)
-	}
-	if err != nil {
-		return nil, site.wrap(err)
-	}
-	return l, nil
+// buildRate builds the limit count per period with opts, for an adapter's Limit.
+func buildRate(count int, period time.Duration, opts []Option) (adapterLimiter, error) {
+	return build("", []Rate{{Count: count, Period: period}}, opts)
 }
 
 // mustBuildRate is buildRate where a bad argument panics instead, like
 // regexp.MustCompile, naming the adapter function too.
-func mustBuildRate(count int, period time.Duration, opts []Option) *limiter {
+func mustBuildRate(count int, period time.Duration, opts []Option) adapterLimiter {
 	site := registration()
-	l, err := newLimiter([]Rate{{Count: count, Period: period}}, false, opts)
-	if err == nil {
-		err = l.register(site)
-	}
+	l, err := newLimiter(site, "", []Rate{{Count: count, Period: period}}, opts)
 	if err != nil {
 		panic(fmt.Sprintf("reqlimit: %s(%d, %v) %s: %v", site.fn, count, period, site.where(), err))
 	}
 	return l
 }
 
-// buildPolicy builds the limit of a policy's text with opts, for an adapter's New. Its
-// errors end with where the limit was registered.
-func buildPolicy(policy string, opts []Option) (*limiter, error) {
+// build builds the limit of rates or, when they are nil, of a policy's text, with opts.
+// Its errors end with where the application registered the limit, and come with no
+// limiter rather than a nil *limiter in the interface.
+func build(policy string, rates []Rate, opts []Option) (adapterLimiter, error) {
 	site := registration()
-	p, err := parsePolicy(policy)
-	var l *limiter
-	if err == nil {
-		if l, err = newLimiter(p.rates, true, opts); err != nil {
-			err = fmt.Errorf("policy %q: %w", policy, err)
-		}
-	}
-	if err == nil {
-		err = l.register(site)
-	}
+	l, err := newLimiter(site, policy, rates, opts)
 	if err != nil {
 		return nil, site.wrap(err)
 	}
 	return l, nil
+}
+
+// newLimiter builds, and registers at site, the limit of rates or, when they are nil, of a
+// policy's text, with opts.
+func newLimiter(site registrationSite, policy string, rates []Rate, opts []Option) (*limiter, error) {
+	text := rates == nil
+	if text {
+		p, err := parsePolicy(policy)
+		if err != nil {
+			return nil, err
+		}
+		rates = p.rates
+	}
+	cfg := config{ipv6Bits: 64, failStatus: http.StatusServiceUnavailable, denyStatus: 429, denyBody: "Too Many Requests\n"}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	l, err := construct(rates, text, cfg)
+	if err == nil && cfg.tierPick != nil {
+		err = l.buildTiers()
+	}
+	if err != nil {
+		if text {
+			err = fmt.Errorf("policy %q: %w", policy, err)
+		}
+		return nil, err
+	}
+	return l, l.register(site)
 }
 
 // register checks that the new limit l can be used where site registered it, and
@@ -166,23 +165,6 @@ func (l *limiter) register(site registrationSite) error {
 		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
 	}
 	return nil
-}
-
-func newLimiter(rates []Rate, text bool, opts []Option) (*limiter, error) {
-	cfg := config{ipv6Bits: 64, failStatus: http.StatusServiceUnavailable, denyStatus: 429, denyBody: "Too Many Requests\n"}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	l, err := construct(rates, text, cfg)
-	if err == nil && cfg.tierPick != nil {
-		err = l.buildTiers()
-	}
-	return l, err
 }
 
 // construct makes a limiter of rates (and cfg's extra rates) with cfg; text says rates
@@ -251,9 +233,6 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 // Check decides one request. It never fails: store errors go to the error hook and the
 // fail mode decides.
 func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
-	// The verdict stays in this frame, and check is given its address and the input's:
-	// taking them from the adapter through the interface would move them to the heap on
-	// every request.
 	t := l
 	if l.tiers != nil {
 		var limited bool
@@ -276,43 +255,36 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		v.Allowed, v.Skipped = true, true
 		return ""
 	}
-	// Set field by field: a composite literal is built aside and then copied, and reading
-	// it back in 16-byte moves stalls on the 8-byte stores just made.
-	var q Query
-	q.Policy, q.Scope, q.Mode, q.Cost = l.policy, l.scope(in.Route), c.mode, 1
-	q.Key = l.key(ctx, in)
+	q := Query{Policy: l.policy, Scope: l.scope(in.Route), Key: l.key(ctx, in), Mode: c.mode, Cost: 1}
 	if c.cost != nil && in.Request != nil {
 		// Below 1 counts as 1 (Query.Cost), said here too: a store that took a negative
 		// cost for a refund would let a cost function turn the limit off.
 		q.Cost = max(1, c.cost(in.Request))
 	}
-	// The decision is written straight into the verdict: copying it out of each frame on
-	// the way was a measurable part of a request's cost.
 	var err error
 	var took time.Duration
 	if l.mem != nil {
 		err = l.mem.decide(&v.Decision, &q, l.mem.now())
-	} else if ctx = requestContext(ctx, in); c.observer != nil {
-		// Timed only for observers, and only for stores across a network: the clock
-		// readings would cost the memory store a large share of its decision.
+	} else {
+		// Timed for observers, only across a network: in memory the clock would cost a
+		// share of the decision.
+		ctx = requestContext(ctx, in)
 		start := time.Now()
 		v.Decision, err = l.store.Decide(ctx, q)
 		took = time.Since(start)
-	} else {
-		v.Decision, err = l.store.Decide(ctx, q)
 	}
 	if err != nil {
-		if errors.Is(err, ErrCostTooHigh) {
-			*v = l.tooCostly(requestContext(ctx, in), q, in.Route, err)
-			return q.Key
-		}
-		if cerr := q.Policy.checkCost(q.Cost); cerr != nil {
+		ctx = requestContext(ctx, in)
+		if cerr := q.Policy.checkCost(q.Cost); cerr != nil && !errors.Is(err, ErrCostTooHigh) {
 			// A store that failed before it checked the cost: too costly all the same,
 			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
-			*v = l.tooCostly(requestContext(ctx, in), q, in.Route, cerr)
-			return q.Key
+			err = cerr
 		}
-		*v = l.failed(requestContext(ctx, in), q, in.Route, err, took)
+		if errors.Is(err, ErrCostTooHigh) {
+			*v = l.tooCostly(ctx, q, in.Route, err)
+		} else {
+			*v = l.failed(ctx, q, in.Route, err, took)
+		}
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
@@ -330,8 +302,7 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 }
 
 // requestContext returns ctx or, when the adapter passed none, the request's context:
-// reading a framework's context can cost more than a decision in memory, which never
-// needs it, so adapters may leave it to the few paths that do.
+// adapters whose framework builds its context on demand leave it to the paths that need it.
 func requestContext(ctx context.Context, in *input) context.Context {
 	switch {
 	case ctx != nil:
@@ -354,12 +325,6 @@ func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time
 	}
 }
 
-// undecided is what a refusal without a decision reports: the first rate's limit, and
-// (for headers) a retry of one second.
-func undecided(p *Policy) Decision {
-	return Decision{Rate: p.rates[0], RetryAfter: time.Second}
-}
-
 // scope names the bucket's scope for a request on route: the explicit scope or the route,
 // set apart from other limits' and tiers' (ident). An unknown route is "": one scope for
 // all of them.
@@ -375,13 +340,13 @@ func (l *limiter) scope(route string) string {
 
 // A scopeCache keeps the scopes of a limit whose buckets carry an ident, so that joining
 // route and ident allocates once per route rather than once per request. Routes are read
-// on every request and added rarely: readers look a route up in an immutable map, and a
-// new route replaces it by a copy that holds it too. An app-wide limit sees every route
-// of the application, so unlike a direct-mapped cache no two routes evict each other;
-// past maxCachedScopes routes, a new route's scope is joined per request instead.
+// on every request and added rarely: readers look a route up in an immutable map that a
+// new route replaces by a copy. Past maxCachedScopes routes, a new route's scope is joined
+// per request instead. Most limits are a route's own and see that route alone: the first
+// route seen is compared first, without hashing.
 type scopeCache struct {
 	first  atomic.Pointer[[2]string]         // the first route seen and its scope
-	routes atomic.Pointer[map[string]string] // route: scope, every route seen
+	routes atomic.Pointer[map[string]string] // route: scope
 	mu     sync.Mutex                        // serializes adding routes
 }
 
@@ -390,7 +355,6 @@ type scopeCache struct {
 const maxCachedScopes = 1024
 
 func (c *scopeCache) get(route, ident string) string {
-	// Most limits are a route's own and see that route alone: one comparison, no lookup.
 	if e := c.first.Load(); e != nil && e[0] == route {
 		return e[1]
 	}
@@ -399,11 +363,6 @@ func (c *scopeCache) get(route, ident string) string {
 			return scope
 		}
 	}
-	return c.add(route, ident)
-}
-
-// add joins route and ident and caches the scope, unless the cache is full.
-func (c *scopeCache) add(route, ident string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var old map[string]string
@@ -414,16 +373,17 @@ func (c *scopeCache) add(route, ident string) string {
 		return scope // another request added it
 	}
 	scope := route + ident
-	if len(old) >= maxCachedScopes {
-		return scope
-	}
-	m := make(map[string]string, len(old)+1)
-	maps.Copy(m, old)
-	route = strings.Clone(route) // it may live in a buffer the adapter reuses
-	m[route] = scope
-	c.routes.Store(&m)
-	if old == nil {
-		c.first.Store(&[2]string{route, scope})
+	if len(old) < maxCachedScopes {
+		m := maps.Clone(old)
+		if m == nil {
+			m = map[string]string{}
+		}
+		route = strings.Clone(route) // it may live in a buffer the adapter reuses
+		m[route] = scope
+		c.routes.Store(&m)
+		if old == nil {
+			c.first.Store(&[2]string{route, scope})
+		}
 	}
 	return scope
 }
@@ -437,7 +397,7 @@ const fallbackKeyPrefix = "\x00ip "
 // key function never turns limiting off.
 func (l *limiter) key(ctx context.Context, in *input) string {
 	if l.cfg.key == nil || in.Request == nil {
-		return l.clientKey(in.Peer, in.Canonical, in.Request)
+		return l.clientKey(in.Peer, in.Request)
 	}
 	k, err := l.cfg.key(in.Request)
 	if err == nil && k != "" {
@@ -446,7 +406,7 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 	if err != nil {
 		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err), requestError)
 	}
-	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Canonical, in.Request)
+	return fallbackKeyPrefix + l.clientKey(in.Peer, in.Request)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it
@@ -504,7 +464,9 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	v := verdict{Allowed: true, Err: err}
 	switch {
 	case gone || c.failMode == FailClosed:
-		v.Allowed, v.Status, v.Decision, v.Undecided = c.dryRun, c.failStatus, undecided(q.Policy), true
+		// Undecided, it reports the first rate, and (for headers) a retry in a second.
+		v.Allowed, v.Status, v.Undecided = c.dryRun, c.failStatus, true
+		v.Decision = Decision{Rate: q.Policy.rates[0], RetryAfter: time.Second}
 	case c.failMode == FailLocal:
 		l.localOnce.Do(func() { l.local = localStore(c.scope) })
 		if d, lerr := l.local.Decide(ctx, q); lerr == nil {
@@ -527,9 +489,6 @@ var scopedLocals sync.Map // scope name → *MemoryStore
 func localStore(scope string) *MemoryStore {
 	if scope == "" {
 		return NewMemoryStore(nil)
-	}
-	if s, ok := scopedLocals.Load(scope); ok {
-		return s.(*MemoryStore)
 	}
 	s, _ := scopedLocals.LoadOrStore(scope, NewMemoryStore(nil))
 	return s.(*MemoryStore)

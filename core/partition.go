@@ -33,19 +33,19 @@ func (l *limiter) partitionKey(key string) string {
 // setPartitioned sets the RateLimit fields with the partition key of key in each policy
 // member, adding to those of other limits on the request as addMembers does.
 func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
-	names, field := l.rateNames, ""
+	names, lines := l.rateNames, []string(nil)
 	a, adds := h.(hook.HeaderAdder)
 	if adds {
-		names, _ = l.freeNames(a.Values(hook.HeaderRateLimitPolicy))
+		lines = a.Values(hook.HeaderRateLimitPolicy)
+		names, _ = l.freeNames(lines)
 	}
 	pk := ";pk=" + l.partitionKey(key)
 	items := make([]string, len(l.policy.rates))
 	for i, r := range l.policy.rates {
 		items[i] = policyItem(names[i], r) + pk
 	}
-	field = l.rateLimitField(d, names)
-	policy := strings.Join(items, ", ")
-	if adds && len(a.Values(hook.HeaderRateLimitPolicy)) > 0 {
+	policy, field := strings.Join(items, ", "), l.rateLimitField(d, names)
+	if len(lines) > 0 {
 		a.Add(hook.HeaderRateLimitPolicy, policy)
 		a.Add(hook.HeaderRateLimit, field)
 		return

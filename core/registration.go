@@ -99,25 +99,16 @@ func (s registrationSite) wrap(err error) error {
 }
 
 // identify returns what sets the buckets of a limit registered at stack (its application
-// frames, innermost first) apart from those of every other limit with the same policy:
-// a hash of that stack, which every process running the same build computes alike,
-// whatever the order in which it registers its limits or the goroutines that do it.
-// No counter and no registration order enters it: two instances of one build that
-// register the same limits, one from a configuration map iterated in another order,
-// name each limit's buckets alike on a shared store. Two limits registered in different
-// places never share a bucket (an app-wide 3/1m and a route's own 3/1m would each record
-// every request in the one bucket); the same stack registering again (a router rebuilt
-// by the same code) gets the same buckets. A router rebuilt by another code path (a
-// reload function) cannot be told from a second limit registered through a shared
-// helper, and counts apart: WithScope names such limits. Limits that one loop registers
-// share a site: each route keeps buckets of its own, but two such limits stacked on one
-// route would share theirs; WithScope names them apart.
-//
-// A stack without an application frame names no place (see errNoSite).
+// frames, innermost first) apart from those of every other limit with the same policy: a
+// hash of that stack, the same in every process running the build, whatever the order in
+// which it registers its limits. No counter or registration order enters it, so instances
+// that register the same limits in another order share each limit's buckets on a shared
+// store; two limits registered in different places never share one, and the same code
+// registering again (a rebuilt router) gets the same buckets. Limits one loop or helper
+// registers share a site: WithScope names them apart where they stack on one route.
 func identify(stack []string) string {
 	h := fnv.New64a()
-	// The frames joined by newlines, as the idents of limits registered after another of
-	// their policy were before every limit had one: those keep their buckets.
+	// Joined by newlines, as before every limit had an ident: those limits keep their buckets.
 	for i, f := range stack {
 		if i > 0 {
 			h.Write([]byte{'\n'})

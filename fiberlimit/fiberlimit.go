@@ -77,13 +77,13 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	frameworkIP := l.FrameworkIP()
 	return func(c *fiber.Ctx) error {
-		peer, canonical := adapter.PeerIP(c.Context().RemoteAddr())
+		peer := adapter.PeerIP(c.Context().RemoteAddr())
 		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
 			if a, ok := lastAddress(c, header); ok {
-				peer, canonical = adapter.PeerString(a), true
+				peer = adapter.PeerString(a)
 			}
 		}
-		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Canonical: canonical, Request: request{c}}, (*header)(&c.Response().Header))
+		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()

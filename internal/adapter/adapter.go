@@ -1,7 +1,7 @@
-// Package adapter is what reqlimit's adapters share: a limit built from core's options,
-// applied to one request at a time. An adapter turns its framework's request into an
-// Input, calls Check, which also sets the response's rate-limit fields, and when the request
-// is refused answers with DenyBody or the application's deny handler.
+// Package adapter is what reqlimit's adapters share: an adapter builds a Limiter from
+// core's options, turns its framework's request into an Input, calls Check, which also
+// sets the response's rate-limit fields, and answers a refusal with DenyBody or the
+// application's deny handler.
 package adapter
 
 import (
@@ -37,8 +37,7 @@ const (
 // is registered, and call its Check for every request.
 type Limiter = hook.Limiter[core.Request, core.Decision, *core.Policy]
 
-// fromCore is how limits are built, registered by package core when it is initialized
-// (see hook.Core for why it is not core's exported API).
+// fromCore is how limits are built, registered by package core (see hook.Core).
 var fromCore = hook.Registered[core.Option, Limiter]()
 
 // Must builds the limit "count per period" with opts, for an adapter's Limit: bad
@@ -62,8 +61,8 @@ func Parse(policy string, opts ...core.Option) (Limiter, error) {
 func Option(key, value any) core.Option { return fromCore.Extension(key, value) }
 
 // Refuse returns an option that fails the registration with err, for an adapter's option
-// given a value it cannot use (a nil mux): refused where the limit is declared, with the
-// route and line named, rather than failing each request.
+// given a value it cannot use (a nil mux): refused where the limit is declared, naming
+// the line, rather than failing each request.
 func Refuse(err error) core.Option { return fromCore.Refuse(err) }
 
 // NoFrameworkIP marks the limits of an adapter whose framework has no client IP of its own

@@ -7,24 +7,17 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// HostOf strips the port and brackets from a "host:port" address, without allocating (see
-// core's use of it).
+// HostOf strips the port and brackets from a "host:port" address, without allocating.
 var HostOf = hook.HostOf
 
-// Frameworks on fasthttp give the peer as a *net.TCPAddr, and formatting its IP allocates
-// a string on every request; a forwarded address, parsed from the request's bytes, would
-// have to be copied out of them. PeerString takes the strings of recently seen addresses
-// from a cache, so a client that keeps sending (the case that matters for a rate limiter)
-// costs no allocation for its address, and the string is the cache's own, never the
-// request's.
-//
-// The string is "host:0": Input.Peer's "host:port" form, which core splits without
-// allocating. The port plays no part in keys, and leaving it out lets one entry serve
-// every connection.
+// peers keeps the strings of recently seen addresses: frameworks on fasthttp give the
+// peer as a *net.TCPAddr, whose IP formats to a new string on every request, and a
+// forwarded address parsed from the request's bytes would have to be copied out of them.
+// A client that keeps sending then costs no allocation for its address.
 var peers hook.StringCache
 
-// PeerString returns a as an Input.Peer, "host:0", from the cache when it can. The
-// string is netip's: an Input carrying it sets Canonical.
+// PeerString returns a as an Input.Peer, "host:0", from the cache when it can: the port
+// plays no part in keys, and leaving it out lets one entry serve every connection.
 func PeerString(a netip.Addr) string {
 	a = a.Unmap().WithZone("")
 	return peers.Get(a, a.BitLen(), peerText)
@@ -32,19 +25,18 @@ func PeerString(a netip.Addr) string {
 
 func peerText(a netip.Addr, _ int) string { return netip.AddrPortFrom(a, 0).String() }
 
-// PeerIP returns a connection's peer as Input.Peer, and Input.Canonical: a TCP peer
-// (nearly all, and what frameworks on fasthttp hand over) through PeerString; other kinds
-// (unix sockets, test pipes) as their String says; none, or an IP that is not an address,
-// as "", an unknown peer, which core keys to one shared bucket.
-func PeerIP(a net.Addr) (peer string, canonical bool) {
+// PeerIP returns a connection's peer as Input.Peer: a TCP peer through PeerString; other
+// kinds (unix sockets, test pipes) as their String says; none, or an IP that is not an
+// address, as "", an unknown peer, which core keys to one shared bucket.
+func PeerIP(a net.Addr) string {
 	switch a := a.(type) {
 	case *net.TCPAddr:
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
-			return PeerString(ip), true
+			return PeerString(ip)
 		}
-		return "", false
+		return ""
 	case nil:
-		return "", false
+		return ""
 	}
-	return a.String(), false
+	return a.String()
 }

@@ -10,13 +10,10 @@ import (
 
 // A StatusWriter records the status of the response written through it, for a limit that
 // counts by outcome (core.WithCountWhen): the first final status passed to WriteHeader
-// (informational ones, 1xx but 101, go on), or 200 once a body or a flush goes first; and
-// whether the handler took the connection over (a WebSocket, say), whose response has no
-// status, so that it is not settled and counts. Unwrap keeps http.ResponseController
-// reaching the writer's own methods; see Wrap for http.Flusher and http.Hijacker.
-//
-// Adapters whose framework hands handlers a net/http writer put it in front of the
-// writer handlers get, so that it sees what they write whatever wraps that writer.
+// (1xx but 101 go on), or 200 once a body or a flush goes first; and whether the handler
+// took the connection over (a WebSocket, say), whose response has no status, so that it
+// is not settled and counts. Adapters put it in front of the writer handlers get, so that
+// it sees what they write whatever wraps that writer.
 type StatusWriter struct {
 	http.ResponseWriter
 	status   int  // 0 until the status is sent
@@ -25,9 +22,8 @@ type StatusWriter struct {
 
 // Wrap returns s's writer wrapped in s, as an http.Flusher exactly when the writer is one,
 // so that a handler asking finds what it would find unwrapped, and as an http.Hijacker
-// when the writer is one or unwraps (a wrapper without Hijack of its own): a hijack that
-// http.ResponseController made through the chain past s would go unseen. The wrappers are
-// one pointer each: returning them allocates nothing more.
+// when the writer is one or unwraps: a hijack that http.ResponseController made through
+// the chain past s would go unseen.
 func (s *StatusWriter) Wrap() http.ResponseWriter {
 	_, f := s.ResponseWriter.(http.Flusher)
 	_, h := s.ResponseWriter.(http.Hijacker)
@@ -132,10 +128,9 @@ func (w flushHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.
 type writerOnly struct{ io.Writer }
 
 // Closed reports whether a handler closed the connection c without a response through its
-// framework (Fiber's c.Drop and c.End, or Conn().Close()): the status then is not the one
-// left in the framework's response. Asked through the connection's file descriptor, which
-// a closed connection no longer lends; it changes nothing on an open one (deadlines stay
-// as the server set them). A connection without one (a test pipe) is taken as open.
+// framework (Fiber's c.Drop and c.End, or Conn().Close()): the status left in the
+// framework's response is then not the one sent. A closed connection no longer lends its
+// file descriptor; one without (a test pipe) is taken as open.
 func Closed(c net.Conn) bool {
 	for {
 		switch t := c.(type) {

@@ -6,14 +6,13 @@ import (
 )
 
 // A Core is how the adapters build their limits: package core registers one when it is
-// initialized (core/limiter.go), and package adapter reads it back with core's types as
-// O (core.Option) and L (its Limiter, this package's Limiter of core's types).
+// initialized, and package adapter reads it back with core's types as O (core.Option)
+// and L (this package's Limiter of core's types).
 //
-// It exists because Go has no friend packages. The adapters live in packages (and
-// modules) of their own, so they can only call what core exports; exporting its limiter
-// and these functions would grow core's public API with names no application should call,
-// and package core cannot import the adapters' side (package adapter imports core). So
-// core hands them over here, once, as one typed value.
+// Go has no friend packages: the adapters can call only what core exports, and exporting
+// its limiter and these functions would grow core's API with names no application should
+// call; core cannot import package adapter, which imports core. So core hands them over
+// here, once, as one typed value.
 type Core[O, L any] struct {
 	// New builds the limit count per period with opts, for an adapter's Limit. Its
 	// errors name where the application registered the limit.
@@ -22,25 +21,22 @@ type Core[O, L any] struct {
 	Must func(count int, period time.Duration, opts []O) L
 	// Parse is New of the limit of a policy's text, for an adapter's New.
 	Parse func(policy string, opts []O) (L, error)
-	// Extension returns an option that stores an adapter's setting under key, for the
-	// adapter to read back with Limiter.Extension.
+	// Extension returns an option storing an adapter's setting under key (see
+	// Limiter.Extension).
 	Extension func(key, value any) O
-	// Refuse returns an option that fails the registration with err: an adapter's option
-	// given a value it cannot use.
+	// Refuse returns an option that fails the registration with err.
 	Refuse func(err error) O
 }
 
-// registered is the one Core, a *Core[core.Option, adapter.Limiter]; it cannot be
-// declared with those types here, which would import core.
+// registered is the one Core, a *Core[core.Option, adapter.Limiter].
 var registered any
 
-// Register makes c the Core that Registered returns. Package core calls it once, when it
-// is initialized, before any package that imports core (the adapters) is.
+// Register makes c the Core that Registered returns. Package core calls it when it is
+// initialized, before any package that imports core is.
 func Register[O, L any](c *Core[O, L]) { registered = c }
 
 // Registered returns the Core package core registered, of types O and L. It panics if
-// core registered none of those types: a mistake in package adapter, found when it is
-// initialized.
+// there is none of those types: a mistake in package adapter, found when it starts.
 func Registered[O, L any]() *Core[O, L] {
 	c, ok := registered.(*Core[O, L])
 	if !ok {
@@ -53,34 +49,32 @@ func Registered[O, L any]() *Core[O, L] {
 // core.Decision, P *core.Policy.
 type Limiter[R, D, P any] interface {
 	// Check decides one request and, when h is not nil, writes its rate-limit fields in
-	// the configured style into h: a refusal also gets Retry-After, unless waiting cannot
-	// help. It never fails: store errors go to the error hook and the fail mode decides.
-	// ctx may be nil when in.Request is set: the request's context is then read only
-	// where it is needed (a store across a network, an error to report).
+	// the configured style into h (and Retry-After on a refusal that waiting can help).
+	// It never fails: store errors go to the error hook and the fail mode decides. ctx
+	// may be nil when in.Request is set: the request's context is then read only where
+	// it is needed.
 	Check(ctx context.Context, in Input[R], h HeaderSetter) Verdict[D]
 	// Settle finishes an admitted request whose Verdict carries a Release, once its
-	// handler has answered with status: the limit's rule decides whether it counts. A
-	// request whose status cannot be known (its handler panicked, its connection was
-	// taken over) is not settled, and counts.
+	// handler answered with status. A request whose status cannot be known (its handler
+	// panicked, its connection was taken over) is not settled, and counts.
 	Settle(ctx context.Context, v Verdict[D], status int)
-	// Counts reports whether the limit's rule (core.WithCountWhen) counts a request
-	// answered with status; without a rule every request counts.
+	// Counts reports whether the limit's rule (core.WithCountWhen) counts a response
+	// with status; without a rule every request counts.
 	Counts(status int) bool
-	// DenyBody returns the plain-text body of a refusal answered with status whose
-	// Verdict carried err.
+	// DenyBody returns the plain-text body of a refusal with status whose Verdict
+	// carried err.
 	DenyBody(status int, err error) string
 	// Extension returns the adapter's setting stored under key by Core.Extension, or nil.
 	Extension(key any) any
-	// NeedsRequest reports whether Check reads Input.Request (key, skip or cost functions,
-	// trusted proxies): adapters whose Request allocates build one only then.
+	// NeedsRequest reports whether Check reads Input.Request: adapters whose Request
+	// allocates build one only then.
 	NeedsRequest() bool
 	// FrameworkIP reports whether core.WithClientIPFromFramework was given.
 	FrameworkIP() bool
 	// Policy returns the limit's policy.
 	Policy() P
-	// WarnUnrouted tells the limit of a request it decided with no route that the router
-	// then routed to pattern: it runs before routing, and every route shares one bucket.
-	// The limit warns once (core.WithWarnings), with fix, how the adapter's users give it
-	// the route.
+	// WarnUnrouted tells the limit, which runs before routing, that a request it decided
+	// with no route was routed to pattern: every route shares its bucket. It warns once
+	// (core.WithWarnings), saying fix, how the adapter's users give it the route.
 	WarnUnrouted(ctx context.Context, pattern, fix string)
 }

@@ -1,8 +1,7 @@
 // Package hook joins package core to the adapters without a public API between them: core
-// implements the limit that adapters apply and registers how to build one (a Core) when it
-// is initialized; package adapter gives it to the adapters with core's types filled in.
-// It imports nothing of reqlimit's, so that core can import it: its types take core's as
-// type parameters.
+// registers how to build a limit (a Core), and package adapter gives it to the adapters
+// with core's types filled in. It imports nothing of reqlimit's, so that core can import
+// it: its types take core's as type parameters.
 package hook
 
 import (
@@ -11,16 +10,13 @@ import (
 
 // Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
-	// Route is the matched route pattern, "" when the adapter does not know it (no route
-	// matched, or the middleware runs before routing). All requests with an unknown route
-	// share one bucket per client: never one per path, which a client could vary at will.
+	// Route is the matched route pattern, "" when the adapter does not know it. All
+	// requests with an unknown route share one bucket per client: never one per path,
+	// which a client could vary at will.
 	Route string
 	// Peer is the connection's peer address ("host:port"), or the framework's client IP
 	// when the application configured its framework's trusted proxies.
 	Peer string
-	// Canonical reports that Peer is an address as netip formats it with port 0 (the
-	// adapter's PeerString): an IPv4 host in it is already the key, unchecked.
-	Canonical bool
 	// Request gives key, skip and cost functions the request; it may be nil when the
 	// limit does not need it (NeedsRequest).
 	Request R
@@ -45,11 +41,10 @@ type Verdict[D any] struct {
 	Release any
 }
 
-// A HeaderSetter sets one response field: http.Header, and adapters' thin wrappers over
-// their framework's response, implement it. Values may be transient (formatted in a
-// buffer that is reused once Set returns): a HeaderSetter other than a HeaderMap must copy
-// what it keeps, as fasthttp does. Names are only ever the Header constants below, so a
-// setter may store them as they are (TestFieldNamesAreTheHeaderConstants).
+// A HeaderSetter sets one response field. Values may be transient (in a buffer reused once
+// Set returns): a HeaderSetter other than a HeaderMap must copy what it keeps, as fasthttp
+// does. Names are only ever the Header constants below, so a setter may keep them as they
+// are (TestFieldNamesAreTheHeaderConstants).
 type HeaderSetter interface {
 	Set(name, value string)
 }
@@ -64,9 +59,9 @@ type HeaderAdder interface {
 }
 
 // HeaderMap is an http.Header as a HeaderSetter, for adapters whose framework writes
-// through net/http. Set stores the names as they are: core's are already canonical.
-// The limit gives a HeaderMap its RateLimit fields as one-element slices shared between
-// responses, so that setting them allocates nothing: adapters never write into them.
+// through net/http. The limit gives a HeaderMap its RateLimit fields as one-element
+// slices shared between responses, so that setting them allocates nothing: adapters never
+// write into them.
 type HeaderMap map[string][]string
 
 // Set replaces the field's values with value.
@@ -75,15 +70,13 @@ func (h HeaderMap) Set(name, value string) { h[name] = []string{value} }
 // Values returns the field's lines.
 func (h HeaderMap) Values(name string) []string { return h[name] }
 
-// Add adds a line to the field. The slice there may be shared between responses, so it is
-// copied, never appended to in place.
+// Add adds a line to the field, copying the slice there, which may be shared.
 func (h HeaderMap) Add(name, value string) {
 	old := h[name]
 	h[name] = append(old[:len(old):len(old)], value)
 }
 
-// Response field names, in the canonical form net/http uses (so setting them allocates no
-// canonicalized copy); HTTP field names are case-insensitive.
+// Response field names, in the canonical form net/http uses.
 const (
 	HeaderRateLimitPolicy = "Ratelimit-Policy"
 	HeaderRateLimit       = "Ratelimit"
@@ -104,9 +97,8 @@ type BatchKey struct{}
 type NoFrameworkIPKey struct{}
 
 // HostOf strips the port and brackets from a "host:port" address; a bare host (with or
-// without brackets, IPv6 or not) comes back as is. An IPv6 zone is kept for ParseAddr.
-// Unlike net.SplitHostPort it never allocates: frameworks hand over bare hosts on every
-// request, and an error value each time would cost an allocation per request.
+// without brackets, IPv6 or not) comes back as is, an IPv6 zone kept. Unlike
+// net.SplitHostPort it makes no error, an allocation, for the bare hosts frameworks give.
 func HostOf(s string) string {
 	if strings.HasPrefix(s, "[") {
 		if end := strings.IndexByte(s, ']'); end > 0 {
