@@ -16,8 +16,8 @@ const unknownClient = "unknown"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
 func (l *limiter) clientKey(peer string, r Request) string {
-	if host, ok := canonicalIPv4Host(peer); ok && len(l.cfg.trusted) == 0 {
-		l.untrustedPeer(host, netip.Addr{}, r) // the common case, without netip
+	if host, addr, ok := canonicalIPv4Host(peer); ok && len(l.cfg.trusted) == 0 {
+		l.untrustedPeer(addr, r)
 		return host
 	}
 	host := hook.HostOf(peer)
@@ -27,7 +27,7 @@ func (l *limiter) clientKey(peer string, r Request) string {
 			return l.formatAddr(a)
 		}
 		if !l.cfg.trustUnix && (host == "" || host == "@" || strings.HasPrefix(host, "/")) {
-			l.untrustedPeer("", netip.Addr{}, r) // a unix socket's peer
+			l.untrustedPeer(netip.Addr{}, r) // a unix socket's peer
 		}
 		if host == "" {
 			return unknownClient
@@ -37,55 +37,45 @@ func (l *limiter) clientKey(peer string, r Request) string {
 	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		return l.formatAddr(l.forwardedClient(addr, r))
 	}
+	l.untrustedPeer(addr, r)
 	if addr.Is4() {
-		// netip accepts only canonical dotted-quad IPv4, so host is already the key's
-		// text: no allocation on the common path.
-		l.untrustedPeer(host, netip.Addr{}, r)
-		return host
+		return host // netip accepts only canonical dotted-quad IPv4: host is the key's text
 	}
-	l.untrustedPeer("", addr, r)
 	return l.formatAddr(addr)
 }
 
-// canonicalIPv4Host returns hook.HostOf(s) and true when that host is dotted-quad IPv4 as
-// netip prints it (no leading zeros), which is already the key: most peers are
-// "a.b.c.d:port". It reads s once: netip.ParseAddr there is a large share of what a
-// limit adds to a route (Echo v5's and net/http's Middleware/standard/interleaved).
-func canonicalIPv4Host(s string) (string, bool) {
+// canonicalIPv4Host returns hook.HostOf(s), its address and true when that host is
+// dotted-quad IPv4 as netip prints it (no leading zeros), which is already the key: most
+// peers are "a.b.c.d:port". It reads s once: netip.ParseAddr there is a large share of
+// what a limit adds to a route (Echo v5's and net/http's Middleware/standard/interleaved).
+func canonicalIPv4Host(s string) (string, netip.Addr, bool) {
+	var ip [4]byte
 	i := 0
-	for part := range 4 {
+	for part := range ip {
 		if part > 0 {
 			if i == len(s) || s[i] != '.' {
-				return "", false
+				return "", netip.Addr{}, false
 			}
 			i++
 		}
 		if i == len(s) || s[i]-'0' > 9 {
-			return "", false
+			return "", netip.Addr{}, false
 		}
 		n := uint(s[i] - '0')
 		i++
-		if n == 0 {
-			continue // no leading zero: a 0 stands alone
-		}
-		for range 2 {
-			if i == len(s) || s[i]-'0' > 9 {
-				break
-			}
+		for k := 0; k < 2 && n != 0 && i < len(s) && s[i]-'0' <= 9; k++ { // no leading zero
 			n = n*10 + uint(s[i]-'0')
 			i++
 		}
 		if n > 255 {
-			return "", false
+			return "", netip.Addr{}, false
 		}
+		ip[part] = byte(n)
 	}
-	if i == len(s) {
-		return s, true
+	if i < len(s) && (s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0) {
+		return "", netip.Addr{}, false // HostOf keeps text with several colons whole
 	}
-	if s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0 {
-		return "", false // HostOf keeps text with several colons whole
-	}
-	return s[:i], true
+	return s[:i], netip.AddrFrom4(ip), true
 }
 
 func (l *limiter) formatAddr(addr netip.Addr) string {

@@ -72,16 +72,16 @@ func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 		host := hook.HostOf(s)
 		a, err := netip.ParseAddr(host)
 		want := err == nil && a.Is4() && a.String() == host
-		got, ok := canonicalIPv4Host(s)
-		if ok && (!want || got != host) {
-			t.Fatalf("canonicalIPv4Host(%q) = %q, %v; hostOf gives %q, netip says %v", s, got, ok, host, want)
+		got, addr, ok := canonicalIPv4Host(s)
+		if ok && (!want || got != host || addr != a) {
+			t.Fatalf("canonicalIPv4Host(%q) = %q, %v, %v; hostOf gives %q, netip says %v, %v", s, got, addr, ok, host, a, want)
 		}
 		if want && !ok && !strings.HasPrefix(s, "[") && strings.Count(s, ":") <= 1 {
 			t.Fatalf("canonicalIPv4Host(%q) declined the canonical host %q", s, host)
 		}
 	}
 	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "192.0.2.1:65535", "0.0.0.0:0", "255.255.255.255"} {
-		if _, ok := canonicalIPv4Host(s); !ok {
+		if _, _, ok := canonicalIPv4Host(s); !ok {
 			t.Errorf("canonicalIPv4Host(%q) declined a common form", s)
 		}
 	}

@@ -58,16 +58,13 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 	slog.WarnContext(ctx, "rate limit misconfigured", "warning", err.Error())
 }
 
-// untrustedPeer is told of a request keyed by its own peer's address: host (IPv4 as netip
-// prints it) or addr, or neither for a peer without an address (a unix socket). It warns
-// once if the peer is local and sent a forwarded header; a client on the open internet
-// can neither make the limit look nor fill the log.
-func (l *limiter) untrustedPeer(host string, addr netip.Addr, r Request) {
+// untrustedPeer is told of a request keyed by its own peer's address addr, the zero Addr
+// for a peer without one (a unix socket). It warns once if the peer is local and sent a
+// forwarded header; a client on the open internet can neither make the limit look nor
+// fill the log.
+func (l *limiter) untrustedPeer(addr netip.Addr, r Request) {
 	if r == nil || l.warned.forwarded.Load() {
 		return
-	}
-	if host != "" {
-		addr, _ = netip.ParseAddr(host)
 	}
 	kind := "unix-socket"
 	if addr.IsValid() {
