@@ -81,7 +81,7 @@ func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 		return
 	}
 	// A HeaderMap keeps the value it is given: a cached one or a new box. Other setters
-	// copy it (fasthttp does), from a box the pool lends.
+	// copy it (fasthttp does) from a box the pool lends, so that it allocates nothing.
 	m, keeps := h.(hook.HeaderMap)
 	f := l.cachedField(d)
 	if f == nil && keeps {
@@ -138,11 +138,10 @@ func fewerLeft(h hook.HeaderAdder, remaining int, reset int64) bool {
 }
 
 // freeNames returns the limit's member names that no member of lines takes, and its
-// RateLimit-Policy value under them: its plain names, else its other names (altNames),
-// else, where more limits of the same names stack on the request, the next free of
-// "#3", "#4", ... (of "#name.2", "#name.3", ... after a WithScope name or tier), formatted
-// per request: only three limits sharing a rate on one request get there. Middleware
-// order is fixed by the code, so every instance of a build names a limit alike.
+// RateLimit-Policy value under them: its plain names, else altNames, else the next free
+// of "#3", "#4", ... (of "#name.2", "#name.3", ... after a WithScope name or tier),
+// formatted per request. Middleware order is fixed by the code, so every instance of a
+// build names a limit alike.
 func (l *limiter) freeNames(lines []string) (names []string, policyField string) {
 	if !taken(lines, l.rateNames) {
 		return l.rateNames, l.policyField
@@ -175,10 +174,10 @@ func taken(lines, names []string) bool {
 }
 
 // A fieldBox is a RateLimit value and the bytes it views, in one allocation; b holds a
-// member of a 36-byte name and two numbers of 10 digits (a longer one is allocated apart).
+// member of a 20-byte name and two numbers of 10 digits (a longer one is allocated apart).
 type fieldBox struct {
 	v [1]string
-	b [64]byte
+	b [48]byte
 }
 
 // fieldBoxes lends boxes for values that setters copy.
@@ -192,26 +191,29 @@ func (l *limiter) format(f *fieldBox, d *Decision) *fieldBox {
 
 // fieldCache keeps the RateLimit values under the limit's own names, one per (rate,
 // remaining, seconds) where those are few, so that a response to a HeaderMap, which keeps
-// what it is given, allocates nothing. Entries are filled on first use and never change.
+// what it is given, allocates nothing (the adapters' TestLimitAddsNoAllocation). Entries
+// are filled on first use and never change.
 type fieldCache struct {
-	counts, secs int // how many values of remaining and of seconds each rate has here
-	vals         []atomic.Pointer[fieldBox]
+	off, secs []int // per rate: where its values start in vals, how many seconds values
+	vals      []atomic.Pointer[fieldBox]
 }
 
 // maxCachedFields bounds a limiter's cache.
 const maxCachedFields = 4096
 
-func newFieldCache(p *Policy) fieldCache {
-	counts, secs := 0, int64(0)
+func newFieldCache(p *Policy) (c fieldCache) {
+	n := 0
 	for i, r := range p.rates {
-		counts = max(counts, r.Count+1)
-		secs = max(secs, ceilSeconds(r.Period+time.Duration(p.gran[i]))+2)
+		secs := ceilSeconds(r.Period+time.Duration(p.gran[i])) + 2
+		// Compared by division: counts and periods are large enough to overflow a product.
+		if secs > maxCachedFields || r.Count >= (maxCachedFields-n)/int(secs) {
+			return fieldCache{}
+		}
+		c.off, c.secs = append(c.off, n), append(c.secs, int(secs))
+		n += (r.Count + 1) * int(secs)
 	}
-	// Compared by division: counts and periods are large enough to overflow a product.
-	if secs > maxCachedFields || counts > maxCachedFields/len(p.rates)/int(secs) {
-		return fieldCache{}
-	}
-	return fieldCache{counts, int(secs), make([]atomic.Pointer[fieldBox], len(p.rates)*counts*int(secs))}
+	c.vals = make([]atomic.Pointer[fieldBox], n)
+	return c
 }
 
 // cachedField returns d's RateLimit value from the cache (filling it on first use), or nil
@@ -219,10 +221,10 @@ func newFieldCache(p *Policy) fieldCache {
 func (l *limiter) cachedField(d *Decision) *fieldBox {
 	c := &l.fields
 	i, secs := l.policy.indexOf(d.Rate), ceilSeconds(d.Reset)
-	if c.vals == nil || i < 0 || d.Remaining < 0 || d.Remaining >= c.counts || secs < 0 || secs >= int64(c.secs) {
+	if c.vals == nil || i < 0 || d.Remaining < 0 || d.Remaining > d.Rate.Count || secs < 0 || secs >= int64(c.secs[i]) {
 		return nil
 	}
-	e := &c.vals[(i*c.counts+d.Remaining)*c.secs+int(secs)]
+	e := &c.vals[c.off[i]+d.Remaining*c.secs[i]+int(secs)]
 	f := e.Load()
 	if f == nil {
 		f = l.format(new(fieldBox), d)
@@ -251,10 +253,9 @@ func (l *limiter) appendRateLimit(b []byte, d *Decision, names []string) []byte 
 	return strconv.AppendInt(b, ceilSeconds(d.Reset), 10)
 }
 
-// sfName returns name as the inside of a Structured Field String (RFC 9651), as member
-// names are kept: '"' and '\' escaped, and each byte a String cannot hold (outside
-// printable ASCII), and '%' itself, written as %XX. Rate names need none of it; a tier's
-// name, which the application chooses, may.
+// sfName returns name as the inside of a Structured Field String (RFC 9651): '"' and '\'
+// escaped, and each byte a String cannot hold (outside printable ASCII), and '%' itself,
+// written as %XX. Rate names need none of it; a tier's name, which the app chooses, may.
 func sfName(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
@@ -271,10 +272,9 @@ func sfName(name string) string {
 	return b.String()
 }
 
-// policyItem formats one rate of the RateLimit-Policy field. The window parameter w is
-// whole seconds and optional: a period that is not a whole number of seconds leaves it
-// out rather than advertise a window longer than the real one (5/10ms as w=1 would claim
-// a hundredfold longer window); the item's name still spells the period.
+// policyItem formats one rate of the RateLimit-Policy field. The window w is whole
+// seconds and optional: a period not of whole seconds leaves it out rather than advertise
+// a longer window (5/10ms as w=1); the item's name still spells the period.
 func policyItem(name string, r Rate) string {
 	item := `"` + name + `";q=` + strconv.Itoa(r.Count)
 	if r.Period%time.Second == 0 {
