@@ -33,32 +33,30 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	style := l.cfg.headers
-	if never || v.Undecided {
-		// The key's state was not read: only the policy is known. A refusal after a store
-		// failure says nothing is left rather than leave another limit's room on a 429; a
-		// cost above the limit does not (smaller requests have room).
-		if style == HeadersStandard || style == HeadersBoth {
-			l.addPolicy(h)
-		}
-		if v.Undecided && !v.Allowed && (style == HeadersLegacy || style == HeadersBoth) {
-			h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
-			h.Set(hook.HeaderRemaining, "0")
-			h.Set(hook.HeaderReset, strconv.FormatInt(time.Now().Add(d.RetryAfter).Add(time.Second-1).Unix(), 10))
-		}
-		return
-	}
+	// When the key's state was not read (a store failure, or a cost above the limit), only
+	// the policy is known. A refusal after a store failure says in the legacy fields that
+	// nothing is left rather than leave another limit's room on a 429; a cost above the
+	// limit leaves them (smaller requests have room).
+	decided := !never && !v.Undecided
 	if style == HeadersStandard || style == HeadersBoth {
-		if l.cfg.pkSecret != nil {
+		switch {
+		case !decided:
+			l.addPolicy(h)
+		case l.cfg.pkSecret != nil:
 			l.setPartitioned(h, d, key)
-		} else {
+		default:
 			l.setMembers(h, d)
 		}
 	}
-	if style == HeadersLegacy || style == HeadersBoth {
-		reset := time.Now().Add(d.Reset).Add(time.Second - 1).Unix()
-		if a, ok := h.(hook.HeaderAdder); !ok || fewerLeft(a, d.Remaining, reset) {
+	if (style == HeadersLegacy || style == HeadersBoth) && (decided || v.Undecided && !v.Allowed) {
+		remaining, wait := d.Remaining, d.Reset
+		if !decided {
+			remaining, wait = 0, d.RetryAfter
+		}
+		reset := time.Now().Add(wait).Add(time.Second - 1).Unix()
+		if a, ok := h.(hook.HeaderAdder); !decided || !ok || fewerLeft(a, remaining, reset) {
 			h.Set(hook.HeaderLimit, strconv.Itoa(d.Rate.Count))
-			h.Set(hook.HeaderRemaining, strconv.Itoa(d.Remaining))
+			h.Set(hook.HeaderRemaining, strconv.Itoa(remaining))
 			h.Set(hook.HeaderReset, strconv.FormatInt(reset, 10))
 		}
 	}
