@@ -131,14 +131,4 @@ func ResetKeys(m *MemoryStore, p *Policy) int {
 	return n
 }
 
-var DecimalLen = decimalLen
-
-// PutMember writes a RateLimit member in place, as a response's is written.
-func PutMember(name string, r, t uint64) string {
-	m := rateMember{name: name, r: r, t: t, rLen: decimalLen(r), tLen: decimalLen(t)}
-	b := make([]byte, m.len())
-	m.put(b)
-	return string(b)
-}
-
 func (m *MemoryStore) Hash(scope, key string) uint64 { return m.hash(scope, key) }

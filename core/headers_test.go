@@ -2,12 +2,7 @@ package core_test
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,33 +95,6 @@ func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
 	for name := range known {
 		if !rec.names[name] {
 			t.Errorf("no case set %q: the test no longer covers every field", name)
-		}
-	}
-}
-
-// TestRateLimitMemberIsFormatted: a RateLimit member written in place, digits two at a
-// time from the end into a value measured first, reads as the general formatting's for
-// every length of number, the ends of uint64's range included, and any name.
-func TestRateLimitMemberIsFormatted(t *testing.T) {
-	ns := []uint64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 3600, 65535, 999_999_999, 1e18 - 1, 1e18, 1e19 - 1, 1e19, math.MaxInt64, math.MaxUint64}
-	for p := uint64(1); p <= 1e19; p *= 10 {
-		ns = append(ns, p-1, p, p+1, 2*p-1)
-	}
-	rng := rand.New(rand.NewPCG(9, 10))
-	for range 10000 {
-		ns = append(ns, rng.Uint64()>>rng.IntN(64))
-	}
-	for _, n := range ns {
-		if got, want := core.DecimalLen(n), len(strconv.FormatUint(n, 10)); got != want {
-			t.Fatalf("decimalLen(%d) = %d, want %d", n, got, want)
-		}
-	}
-	names := []string{"", "3/1m", "1000000000/1h", "500/2s-free", strings.Repeat("n", 40)}
-	for i, r := range ns {
-		name, reset := names[i%len(names)], ns[(i*7+3)%len(ns)]
-		want := fmt.Sprintf(`"%s";r=%d;t=%d`, name, r, reset)
-		if got := core.PutMember(name, r, reset); got != want {
-			t.Fatalf("member(%q, %d, %d) = %q, want %q", name, r, reset, got, want)
 		}
 	}
 }

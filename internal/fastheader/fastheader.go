@@ -15,14 +15,9 @@ import (
 )
 
 // Lines returns the lines of the request header field name, the request's own bytes, in
-// the order they came.
-//
-// fasthttp adds the fields of a chunked request's trailer to its header, after the
-// header's own lines, and refuses few names there (not Forwarded, CF-Connecting-IP or
-// True-Client-IP). A trusted proxy writes its client's address into the header, but
-// passes the trailer on as the client wrote it (Go's httputil.ReverseProxy does): a
-// trailer line must never be read as the proxy's. Lines keeps only as many lines as the
-// header as received held; a request built in code, never parsed, has no trailer.
+// the order they came. fasthttp adds a chunked request's trailer fields to its header, and
+// a trusted proxy passes the trailer on as the client wrote it: Lines keeps only as many
+// lines as the header as received held (a request built in code has no trailer).
 func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 	lines := h.PeekAll(name)
 	if len(lines) == 0 || len(h.RawHeaders()) == 0 {
@@ -51,11 +46,9 @@ func Address(b []byte) (netip.Addr, bool) {
 }
 
 // Deny runs an application's deny function on a refused request and reports whether it
-// answered: returned an error (for the app's ErrorHandler), changed the response's status
-// or body, or took the connection over. One that did none of these would leave the
-// framework to send 200 with the rate-limit fields: the adapter then sends its default
-// refusal. A status set to 200 with no body is taken for no answer, the stricter reading.
-// A body stream is never read here (reading one drains it): one counts as an answer.
+// answered: returned an error, changed the response's status or body (a body stream,
+// never read here, counts), or took the connection over. Otherwise the adapter sends its
+// default refusal, not 200 with the rate-limit fields.
 func Deny(rc *fasthttp.RequestCtx, deny func() error) (answered bool, err error) {
 	r := &rc.Response
 	status, body := r.StatusCode(), -1

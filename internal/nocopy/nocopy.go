@@ -1,11 +1,7 @@
 // Package nocopy is the one place where reqlimit views bytes as a string, or a string as
-// bytes, without copying. The hot path allocates nothing in memory mode: the RateLimit
-// field formatted in a reused buffer, and the fasthttp request bytes read in place (Fiber
-// adapters), would otherwise each cost an allocation per request, as
-// TestLimitAddsNoAllocation and internal/adaptertest's allocation checks show.
-//
-// Callers must not change the bytes while the string is in use, nor write to bytes viewed
-// from a string.
+// bytes, without copying, so that the hot path allocates nothing in memory mode
+// (TestLimitAddsNoAllocation, internal/adaptertest's allocation checks). Callers must not
+// change the bytes while the string is in use, nor write to bytes viewed from a string.
 package nocopy
 
 import "unsafe"
