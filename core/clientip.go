@@ -16,9 +16,11 @@ const unknownClient = "unknown"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
 func (l *limiter) clientKey(peer string, r Request) string {
-	if host, addr, ok := canonicalIPv4Host(peer); ok && len(l.cfg.trusted) == 0 {
-		l.untrustedPeer(addr, r)
-		return host
+	if len(l.cfg.trusted) == 0 {
+		if host, addr, ok := canonicalIPv4Host(peer); ok {
+			l.untrustedPeer(addr, r)
+			return host
+		}
 	}
 	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)

@@ -287,7 +287,9 @@ func waited(c *call) bool { return c.ctx.Err() == nil && c.down.Err() == nil }
 // send runs a batch to its server, stopping at the refusal down, and answers each call.
 // Calls whose callers have gone are not sent. The others go in one pipeline, but releases
 // go in MULTI/EXEC beside it: go-redis may send a pipeline again after a failed read,
-// though the server ran it, but a transaction only when its EXEC cannot have run. A pipeline has the latest deadline: each caller stops waiting at its own.
+// though the server ran it, but a transaction only when its EXEC cannot have run. The
+// pipeline serves several callers, so it has the latest of their deadlines; each caller
+// still stops waiting at its own.
 func (s *Store) send(down context.Context, batch []*call) {
 	var live []*call
 	txs := map[string][]*call{}

@@ -100,7 +100,9 @@ func WithTimeout(d time.Duration) Option {
 
 // WithFlights sets how many sends the Store keeps on the wire to each server (each master,
 // in a Cluster) at once (default DefaultFlights); n <= 0 means the default. Decisions that
-// arrive while all are out leave together, as one pipeline, on the next flight.
+// arrive while all are out leave together, as one pipeline, on the next flight; a decision
+// that finds a flight free and none waiting is sent by its own caller, where the client
+// applies context deadlines to its sockets (ContextTimeoutEnabled).
 func WithFlights(n int) Option {
 	return func(s *Store) {
 		if n > 0 {

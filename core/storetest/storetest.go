@@ -28,8 +28,8 @@ type Harness struct {
 	// the suite sleeps instead (with windows short enough to keep that quick).
 	Advance func(d time.Duration)
 	// Rounding is how much later than the exact sliding log a store that rounds times
-	// (core.MemoryConfig.Compact) may grant a freed slot and so report a wait, on real
-	// time; 0 for a store that keeps times exactly, to the microsecond.
+	// (to milliseconds, say) may grant a freed slot and so report a wait, on real time;
+	// 0 for a store that keeps times exactly, to the microsecond.
 	Rounding time.Duration
 }
 

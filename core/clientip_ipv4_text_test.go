@@ -11,10 +11,10 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// TestCanonicalIPv4HostMatchesParsing checks the one-pass fast path of ClientKey against
-// the slow one it stands for: hostOf, then netip. What it accepts must be what the slow
-// path would key by; what it declines goes the slow way, so declining is always safe, but
-// the common forms must be accepted.
+// TestCanonicalIPv4HostMatchesParsing checks clientKey's one-pass reading of a dotted-quad
+// peer against what it stands for: hostOf, then netip. What it accepts must be the host
+// and address netip gives; what it declines goes through netip, so declining is always
+// safe, but the common forms must be accepted.
 func TestCanonicalIPv4HostMatchesParsing(t *testing.T) {
 	inputs := []string{"", ":", "1.2.3.4", "1.2.3.4:80", "1.2.3.4:", "1.2.3.4::80", "1.2.3.4:80:90",
 		"01.2.3.4:1", "1.2.3.04", "256.1.1.1:1", "1.2.3", "1.2.3.4.5", "1..3.4", ".1.2.3", "1.2.3.4 :1",
