@@ -159,8 +159,7 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 		T := int64(r.Period)
 		var used, retry, reset, whole int64
 		if r.exact() {
-			// Entries only get older as k grows: count those after the window's start.
-			used = int64(sort.Search(r.Count, func(k int) bool { return p.nth(s, k+1) <= now-T }))
+			used = int64(p.usedSince(s, r.Count, now-T))
 			if used > 0 {
 				reset = p.nth(s, int(used)) + T - now
 				whole = p.nth(s, 1) + T - now
@@ -192,6 +191,18 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 		d.RetryAfter = max(d.RetryAfter, time.Duration(retry))
 		d.FullReset = max(d.FullReset, time.Duration(whole))
 	}
+}
+
+// usedSince counts the log's n most recent entries that are after t. Entries only get
+// older going back, so it gallops back from the newest, then bisects: the cost grows with
+// the grants still in the window, not with the count.
+func (p *Policy) usedSince(s []int64, n int, t int64) int {
+	lo, hi := 0, 1 // entries up to lo are after t; entry hi (if hi <= n) may not be
+	for hi <= n && p.nth(s, hi) > t {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, n+1)
+	return lo + sort.Search(hi-lo-1, func(i int) bool { return p.nth(s, lo+1+i) <= t })
 }
 
 // keyClock returns now held forward to the newest time s recorded (the newest grant, a
