@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -69,7 +68,9 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 			w := int(s[0])
 			for range min(cost, L) {
 				s[1+w] = now
-				w = (w + 1) % L
+				if w++; w == L {
+					w = 0
+				}
 			}
 			s[0] = int64(w)
 		}
@@ -202,7 +203,14 @@ func (p *Policy) usedSince(s []int64, n int, t int64) int {
 		lo, hi = hi, 2*hi
 	}
 	hi = min(hi, n+1)
-	return lo + sort.Search(hi-lo-1, func(i int) bool { return p.nth(s, lo+1+i) <= t })
+	for lo+1 < hi { // entry lo+1 .. hi-1 undecided
+		if mid := int(uint(lo+hi) >> 1); p.nth(s, mid) > t {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // keyClock returns now held forward to the newest time s recorded (the newest grant, a
