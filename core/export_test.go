@@ -52,7 +52,13 @@ func tables(m *MemoryStore) []*keyTable {
 
 // ClientKey returns the key the client of a request counts against under limit l, which
 // internal/adapter built.
-func ClientKey(l any, peer string, r Request) string { return l.(*limiter).clientKey(peer, r) }
+func ClientKey(l any, peer string, r Request) string {
+	in := input{Peer: peer, Request: r}
+	if r != nil {
+		in.Route = r.Route()
+	}
+	return l.(*limiter).clientKey(&in)
+}
 
 // MaxPeriodForTest is the longest period a rate may have.
 const MaxPeriodForTest = maxPeriod

@@ -79,10 +79,11 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		// client, so every client could pick its own bucket: the peer it is.
 		peer = c.RealIP()
 	}
-	var req core.Request
+	// echo.Context is an interface: boxing request allocates, so only when a key, skip
+	// or cost function or trusted proxies will read it; else core reads the header fields
+	// alone, from the net/http request.
+	var req core.Request = adapter.HTTPRequest{R: r}
 	if m.needsRequest {
-		// echo.Context is an interface: boxing request allocates, so only when a key,
-		// skip or cost function or trusted proxies will read it.
 		req = &request{c}
 	}
 	v := m.l.Check(r.Context(), adapter.Input{Route: c.Path(), Peer: peer, Request: req}, adapter.HeaderMap(c.Response().Header()))

@@ -105,8 +105,7 @@ type Interceptors struct {
 
 // An entry is one declared limit.
 type entry struct {
-	l            adapter.Limiter
-	needsRequest bool
+	l adapter.Limiter
 }
 
 // New returns interceptors enforcing limits, a map from a full method name
@@ -160,7 +159,7 @@ func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
 		if l.FrameworkIP() {
 			return nil, fmt.Errorf("grpclimit: %q: core.WithClientIPFromFramework: gRPC has no framework client IP; use core.WithTrustedProxies", name)
 		}
-		e := &entry{l: l, needsRequest: l.NeedsRequest()}
+		e := &entry{l: l}
 		switch kind {
 		case kindMethod:
 			ic.methods[norm] = e
@@ -341,10 +340,9 @@ func (ic *Interceptors) check(ctx context.Context, e *entry, method, route strin
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
-	var req core.Request
-	if e.needsRequest {
-		req = &request{ctx: ctx, method: method, route: route, peer: addr}
-	}
+	// Always given: a call allocates much more than this, and core reads its metadata for
+	// the warning of an untrusted proxy even where no option of the limit does.
+	req := &request{ctx: ctx, method: method, route: route, peer: addr}
 	h := &headerSetter{md: metadata.MD{}}
 	h.sent, _ = ctx.Value(sentKey{}).(metadata.MD)
 	v := e.l.Check(ctx, adapter.Input{Route: route, Peer: addr, Request: req}, h)

@@ -20,7 +20,6 @@
 package nethttp
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -81,13 +80,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// router's pattern for the whole mux (a prefix under which this one is mounted), and
 	// core would count every route in one bucket per client: the router this limit was
 	// given (WithMux, WithPattern) is asked instead.
-	route, req := r.Pattern, core.Request(request{r})
+	route, req := r.Pattern, core.Request(adapter.HTTPRequest{R: r})
 	if h.pattern != nil {
 		route = h.pattern(r)
 		if route != r.Pattern && h.needsRequest {
 			// Key, skip, cost and tier functions see the route the limit keys by, which
 			// r.Pattern does not hold before routing.
-			req = &routedRequest{request{r}, route}
+			req = &routedRequest{adapter.HTTPRequest{R: r}, route}
 		}
 	}
 	v := h.l.Check(r.Context(), adapter.Input{Route: route, Peer: r.RemoteAddr, Request: req}, adapter.HeaderMap(w.Header()))
@@ -181,21 +180,9 @@ func WithPattern(pattern func(*http.Request) string) core.Option {
 	return adapter.Option(patternKey{}, pattern)
 }
 
-// request is core.Request over *http.Request; one pointer, so boxing it allocates nothing.
-type request struct{ r *http.Request }
-
-func (q request) Context() context.Context     { return q.r.Context() }
-func (q request) Method() string               { return q.r.Method }
-func (q request) Path() string                 { return q.r.URL.Path }
-func (q request) Route() string                { return q.r.Pattern }
-func (q request) Header(name string) string    { return q.r.Header.Get(name) }
-func (q request) Headers(name string) []string { return q.r.Header.Values(name) }
-func (q request) RemoteAddr() string           { return q.r.RemoteAddr }
-func (q request) Value(key any) any            { return q.r.Context().Value(key) }
-
 // routedRequest is a request whose route WithMux or WithPattern found before routing.
 type routedRequest struct {
-	request
+	adapter.HTTPRequest
 	route string
 }
 

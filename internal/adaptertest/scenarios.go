@@ -325,6 +325,26 @@ var Scenarios = []Scenario{
 		),
 	},
 	{
+		// A proxy on the application's host that nobody trusted: every client behind it
+		// shares its bucket, which the limit cannot refuse to do, so it warns, once,
+		// naming the fix, on every adapter, whether or not it builds the whole request.
+		Name: "forwarded-header-from-an-untrusted-local-peer-warns-once",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			return one("/a", perMinute(2, p.ErrorHook()))
+		},
+		Steps: fixed(
+			from("127.0.0.1:5000", ok("/a", xff, "198.51.100.1")),
+			from("127.0.0.1:5001", ok("/a", xff, "198.51.100.2")),
+			from("127.0.0.1:5002", refused("/a", xff, "198.51.100.3")),
+		),
+		Check: func(t *testing.T, _ Traits, p *Probe) {
+			if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Error(), `core.WithTrustedProxies("127.0.0.1")`) ||
+				!strings.Contains(p.Errors[0].Error(), `/a"`) {
+				t.Errorf("error hook saw %q, want one warning naming core.WithTrustedProxies(\"127.0.0.1\") and the route", p.Errors)
+			}
+		},
+	},
+	{
 		Name: "store-error-fail-open",
 		App: func(_ Traits, _ Adapter, p *Probe) App {
 			return one("/a", perMinute(1, core.WithStore(FailingStore{}), p.ErrorHook(), p.Observer()))

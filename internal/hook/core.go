@@ -66,8 +66,10 @@ type Limiter[R, D, P any] interface {
 	DenyBody(status int, err error) string
 	// Extension returns the adapter's setting stored under key by Core.Extension, or nil.
 	Extension(key any) any
-	// NeedsRequest reports whether Check reads Input.Request: adapters whose Request
-	// allocates build one only then.
+	// NeedsRequest reports whether Check reads more of Input.Request than its header
+	// fields and context. Adapters whose Request allocates build one only then; otherwise
+	// they pass a view of those that allocates nothing (adapter.HTTPRequest), which the
+	// warning of an untrusted proxy reads.
 	NeedsRequest() bool
 	// FrameworkIP reports whether core.WithClientIPFromFramework was given.
 	FrameworkIP() bool
