@@ -121,7 +121,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 		} else if needsRequest {
 			req = request[fiber.Ctx]{c}
 		} else {
-			ctx = c.Context()
+			ctx, req = c.Context(), fields{c.RequestCtx()}
 		}
 		v := l.Check(ctx, adapter.Input{Route: route(c), Peer: peer, Request: req}, (*header)(&c.Response().Header))
 		if v.Allowed {
@@ -349,11 +349,28 @@ func (q request[C]) RemoteAddr() string        { return q.c.RequestCtx().RemoteA
 // Value returns what an earlier handler stored with c.Locals(key, value).
 func (q request[C]) Value(key any) any { return q.c.Locals(key) }
 
-func (q request[C]) Headers(name string) []string {
-	raw := fastheader.Lines(&q.c.Request().Header, name)
+func (q request[C]) Headers(name string) []string { return headerLines(&q.c.Request().Header, name) }
+
+func headerLines(h *fasthttp.RequestHeader, name string) []string {
+	raw := fastheader.Lines(h, name)
 	out := make([]string, len(raw))
 	for i, b := range raw {
 		out[i] = string(b)
 	}
 	return out
 }
+
+// fields is core.Request over an application's own context's fasthttp request, for a
+// limit that reads no more than header fields and the context (NeedsRequest is false):
+// one pointer, so boxing it allocates nothing, where the context itself would. Its Route
+// is "" and it holds no values, which such a limit never asks for.
+type fields struct{ rc *fasthttp.RequestCtx }
+
+func (q fields) Context() context.Context     { return q.rc }
+func (q fields) Method() string               { return string(q.rc.Method()) }
+func (q fields) Path() string                 { return string(q.rc.Path()) }
+func (q fields) Route() string                { return "" }
+func (q fields) Header(name string) string    { return string(q.rc.Request.Header.Peek(name)) }
+func (q fields) Headers(name string) []string { return headerLines(&q.rc.Request.Header, name) }
+func (q fields) RemoteAddr() string           { return q.rc.RemoteAddr().String() }
+func (q fields) Value(any) any                { return nil }

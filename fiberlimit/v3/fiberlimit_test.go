@@ -442,3 +442,25 @@ func TestErrorHookSeesRequestContext(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomContextWarnsOfAnUntrustedProxy: with an application's own context, which the
+// adapter does not box for a limit that reads no more than header fields, a forwarded
+// header from a loopback peer nobody trusted still gets its one warning.
+func TestCustomContextWarnsOfAnUntrustedProxy(t *testing.T) {
+	app := fiber.NewWithCustomCtx(func(app *fiber.App) fiber.CustomCtx {
+		return &customCtx{DefaultCtx: *fiber.NewDefaultCtx(app)}
+	})
+	var warned []string
+	hook := core.WithErrorHook(func(_ context.Context, err error) { warned = append(warned, err.Error()) })
+	app.Get("/user/:id", fiberlimit.Limit(2, time.Minute, core.WithStore(core.NewMemoryStore(nil)), hook), ok)
+	send := serve(app)
+	for i, want := range []int{200, 200, 429} {
+		r := send(adaptertest.Request{Path: "/user/1", Remote: "127.0.0.1:5000", Header: adaptertest.H("X-Forwarded-For", fmt.Sprint("198.51.100.", i+1))})
+		if r.Status != want {
+			t.Errorf("request %d: status %d, want %d", i+1, r.Status, want)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `core.WithTrustedProxies("127.0.0.1")`) || !strings.Contains(warned[0], `"/user/:id"`) {
+		t.Errorf("warnings %q, want one naming core.WithTrustedProxies(\"127.0.0.1\") and the route", warned)
+	}
+}
