@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 
@@ -15,11 +16,11 @@ const unknownClient = "unknown"
 // grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
 // or a bare host) or, when the application configured its framework's trusted proxies, the
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
-func (l *limiter) clientKey(in *input) string {
+func (l *limiter) clientKey(ctx context.Context, in *input) string {
 	peer, r := in.Peer, in.Request
 	if len(l.cfg.trusted) == 0 {
 		if host, addr, ok := canonicalIPv4Host(peer); ok {
-			l.untrustedPeer(addr, in)
+			l.untrustedPeer(ctx, addr, in)
 			return host
 		}
 	}
@@ -30,7 +31,7 @@ func (l *limiter) clientKey(in *input) string {
 			return l.formatAddr(a)
 		}
 		if !l.cfg.trustUnix && (host == "" || host == "@" || strings.HasPrefix(host, "/")) {
-			l.untrustedPeer(netip.Addr{}, in) // a unix socket's peer
+			l.untrustedPeer(ctx, netip.Addr{}, in) // a unix socket's peer
 		}
 		if host == "" {
 			return unknownClient
@@ -40,7 +41,7 @@ func (l *limiter) clientKey(in *input) string {
 	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
 		return l.formatAddr(l.forwardedClient(addr, r))
 	}
-	l.untrustedPeer(addr, in)
+	l.untrustedPeer(ctx, addr, in)
 	if addr.Is4() {
 		return host // netip accepts only canonical dotted-quad IPv4: host is the key's text
 	}

@@ -57,7 +57,7 @@ func ClientKey(l any, peer string, r Request) string {
 	if r != nil {
 		in.Route = r.Route()
 	}
-	return l.(*limiter).clientKey(&in)
+	return l.(*limiter).clientKey(context.Background(), &in)
 }
 
 // MaxPeriodForTest is the longest period a rate may have.

@@ -397,7 +397,7 @@ const fallbackKeyPrefix = "\x00ip "
 // key function never turns limiting off.
 func (l *limiter) key(ctx context.Context, in *input) string {
 	if l.cfg.key == nil || in.Request == nil {
-		return l.clientKey(in)
+		return l.clientKey(ctx, in)
 	}
 	k, err := l.cfg.key(in.Request)
 	if err == nil && k != "" {
@@ -406,7 +406,7 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 	if err != nil {
 		l.report(requestContext(ctx, in), fmt.Errorf("reqlimit: key function failed for %s %q, keyed by client IP instead: %w", l.policy, in.Route, err), requestError)
 	}
-	return fallbackKeyPrefix + l.clientKey(in)
+	return fallbackKeyPrefix + l.clientKey(ctx, in)
 }
 
 // tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it

@@ -61,9 +61,10 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 // untrustedPeer is told of a request keyed by its own peer's address addr, the zero Addr
 // for a peer without one (a unix socket). It warns once if the peer is local and sent a
 // forwarded header; a client on the open internet can neither make the limit look nor
-// fill the log. It reads only the request's headers and context, which every adapter
-// passes (see hook.Limiter.NeedsRequest), and names the route the request was keyed by.
-func (l *limiter) untrustedPeer(addr netip.Addr, in *input) {
+// fill the log. It reads only the request's header fields, which every adapter passes
+// (see hook.Limiter.NeedsRequest), and warns in the context Check was given, naming the
+// route the request was keyed by.
+func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input) {
 	r := in.Request
 	if r == nil || l.warned.forwarded.Load() {
 		return
@@ -82,7 +83,7 @@ func (l *limiter) untrustedPeer(addr netip.Addr, in *input) {
 		return
 	}
 	if l.warned.forwarded.CompareAndSwap(false, true) {
-		l.warnForwarded(r.Context(), name, kind, addr, in.Route)
+		l.warnForwarded(requestContext(ctx, in), name, kind, addr, in.Route)
 	}
 }
 
