@@ -18,12 +18,6 @@ const unknownClient = "unknown"
 // framework's client IP. Garbage yields a shared fallback key, never an empty one.
 func (l *limiter) clientKey(ctx context.Context, in *input) string {
 	peer, r := in.Peer, in.Request
-	if len(l.cfg.trusted) == 0 {
-		if host, addr, ok := canonicalIPv4Host(peer); ok {
-			l.untrustedPeer(ctx, addr, in)
-			return host
-		}
-	}
 	host := hook.HostOf(peer)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
@@ -46,40 +40,6 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 		return host // netip accepts only canonical dotted-quad IPv4: host is the key's text
 	}
 	return l.formatAddr(addr)
-}
-
-// canonicalIPv4Host returns hook.HostOf(s), its address and true when that host is
-// dotted-quad IPv4 as netip prints it (no leading zeros), which is already the key: most
-// peers are "a.b.c.d:port". It reads s once: netip.ParseAddr there is a large share of
-// what a limit adds to a route (Echo v5's and net/http's Middleware/standard/interleaved).
-func canonicalIPv4Host(s string) (string, netip.Addr, bool) {
-	var ip [4]byte
-	i := 0
-	for part := range ip {
-		if part > 0 {
-			if i == len(s) || s[i] != '.' {
-				return "", netip.Addr{}, false
-			}
-			i++
-		}
-		if i == len(s) || s[i]-'0' > 9 {
-			return "", netip.Addr{}, false
-		}
-		n := uint(s[i] - '0')
-		i++
-		for k := 0; k < 2 && n != 0 && i < len(s) && s[i]-'0' <= 9; k++ { // no leading zero
-			n = n*10 + uint(s[i]-'0')
-			i++
-		}
-		if n > 255 {
-			return "", netip.Addr{}, false
-		}
-		ip[part] = byte(n)
-	}
-	if i < len(s) && (s[i] != ':' || strings.IndexByte(s[i+1:], ':') >= 0) {
-		return "", netip.Addr{}, false // HostOf keeps text with several colons whole
-	}
-	return s[:i], netip.AddrFrom4(ip), true
 }
 
 func (l *limiter) formatAddr(addr netip.Addr) string {
