@@ -342,10 +342,8 @@ func (l *limiter) scope(route string) string {
 // route and ident allocates once per route rather than once per request. Routes are read
 // on every request and added rarely: readers look a route up in an immutable map that a
 // new route replaces by a copy. Past maxCachedScopes routes, a new route's scope is joined
-// per request instead. Most limits are a route's own and see that route alone: the first
-// route seen is compared first, without hashing.
+// per request instead.
 type scopeCache struct {
-	first  atomic.Pointer[[2]string]         // the first route seen and its scope
 	routes atomic.Pointer[map[string]string] // route: scope
 	mu     sync.Mutex                        // serializes adding routes
 }
@@ -355,9 +353,6 @@ type scopeCache struct {
 const maxCachedScopes = 1024
 
 func (c *scopeCache) get(route, ident string) string {
-	if e := c.first.Load(); e != nil && e[0] == route {
-		return e[1]
-	}
 	if m := c.routes.Load(); m != nil {
 		if scope, ok := (*m)[route]; ok {
 			return scope
@@ -381,9 +376,6 @@ func (c *scopeCache) get(route, ident string) string {
 		route = strings.Clone(route) // it may live in a buffer the adapter reuses
 		m[route] = scope
 		c.routes.Store(&m)
-		if old == nil {
-			c.first.Store(&[2]string{route, scope})
-		}
 	}
 	return scope
 }
