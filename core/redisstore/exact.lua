@@ -40,21 +40,6 @@ if s then
 end
 if n == 0 then s = '' end
 
--- A new key of one rate, the common case when keys are many, takes a short path: the rules
--- below for an empty ring, where the request fits (cost <= N) and a recorded one is the
--- only grant, without the steps that search entries.
-if n == 0 and nr == 1 then
-  local N, T = unpack('<i8i8', arg, 57)
-  if mode == 2 then return pack('<i8i8i8i8i8i8i8i8', 1, 0, N, 0, 0, 0, 0, now) end
-  local v = pack('<I2i7I2', cost % N, 0, 0) .. rep(pack('<i7', now), cost)
-  if ttl > 0 then
-    v = pack('<I2i7I2', cost % N, now + 2 * ttl * 1000, 0) .. rep(pack('<i7', now), cost)
-    call('SET', key, v, 'PX', 2 * ttl + 1)
-  else
-    call('SET', key, v)
-  end
-  return pack('<i8i8i8i8i8i8i8i8', 1, 0, N - cost, 0, T, T, 0, now)
-end
 -- Time never runs backwards for a key: now is at least its newest grant, the entry
 -- before slot w (the j-th most recent is in slot (w - j) mod L).
 if n > 0 then
