@@ -160,7 +160,7 @@ if recorded then
   local head, p, first = pack('<I2i7', (w + cost) % L, E) .. bs, pack('<i7', now), L - w
   if n == L then
     -- A full ring: only the changed bytes. Building the long value in Lua for a SET would
-    -- cost more than the extra calls.
+    -- cost more than the extra calls (docs/bench/redis/instructions.sh hot100).
     call('SETRANGE', key, '0', head)
     if renew then call('PEXPIRE', key, ms) end
     if cost <= first then
