@@ -66,7 +66,7 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 // route the request was keyed by.
 func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input) {
 	r := in.Request
-	if r == nil || l.warned.forwarded.Load() {
+	if r == nil || in.Forwarded || l.warned.forwarded.Load() {
 		return
 	}
 	kind := "unix-socket"

@@ -77,13 +77,13 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	frameworkIP := l.FrameworkIP()
 	return func(c *fiber.Ctx) error {
-		peer := adapter.PeerIP(c.Context().RemoteAddr())
+		peer, forwarded := adapter.PeerIP(c.Context().RemoteAddr()), false
 		if header, ok := useFrameworkIP(c.App(), frameworkIP); ok && c.IsProxyTrusted() {
 			if a, ok := lastAddress(c, header); ok {
-				peer = adapter.PeerString(a)
+				peer, forwarded = adapter.PeerString(a), true
 			}
 		}
-		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Request: request{c}}, (*header)(&c.Response().Header))
+		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Forwarded: forwarded, Request: request{c}}, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()

@@ -109,7 +109,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 	// whole Config, and a handler nearly always serves one app, whose config is fixed.
 	var trust atomic.Pointer[proxyTrust]
 	return func(c fiber.Ctx) error {
-		peer := clientIP(c, &trust)
+		peer, forwarded := clientIP(c, &trust)
 		// Fiber's own context is one pointer, boxed without allocating: given the request,
 		// core reads its context only where it needs it, since c.Context() costs a lookup
 		// (and a store, on first use). An application's custom context is boxed, which
@@ -123,7 +123,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 		} else {
 			ctx, req = c.Context(), fields{c.RequestCtx()}
 		}
-		v := l.Check(ctx, adapter.Input{Route: route(c), Peer: peer, Request: req}, (*header)(&c.Response().Header))
+		v := l.Check(ctx, adapter.Input{Route: route(c), Peer: peer, Forwarded: forwarded, Request: req}, (*header)(&c.Response().Header))
 		if v.Allowed {
 			if v.Release == nil {
 				return c.Next()
@@ -178,8 +178,9 @@ func route(c fiber.Ctx) string {
 }
 
 // clientIP returns the request's client address as core reads it (Input.Peer): the
-// peer's, or the one the app's trusted proxy forwarded.
-func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
+// peer's, or the one the app's trusted proxy forwarded, and whether it is the latter
+// (Input.Forwarded).
+func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) (string, bool) {
 	addr := c.RequestCtx().RemoteAddr()
 	t := cache.Load()
 	if app := c.App(); t == nil || t.app != app {
@@ -188,10 +189,10 @@ func clientIP(c fiber.Ctx, cache *atomic.Pointer[proxyTrust]) string {
 	}
 	if t.header != "" && t.trustsPeer(addr) {
 		if a, ok := t.forwarded(&c.Request().Header); ok {
-			return adapter.PeerString(a)
+			return adapter.PeerString(a), true
 		}
 	}
-	return adapter.PeerIP(addr)
+	return adapter.PeerIP(addr), false
 }
 
 // proxyTrust is an app's TrustProxy configuration, decided the way c.IsProxyTrusted

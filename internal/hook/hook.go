@@ -17,6 +17,10 @@ type Input[R any] struct {
 	// Peer is the connection's peer address ("host:port"), or the framework's client IP
 	// when the application configured its framework's trusted proxies.
 	Peer string
+	// Forwarded reports that Peer is the client a proxy the framework trusts named, not
+	// the connection's peer: the request's forwarded headers are then that proxy's doing,
+	// and no sign of a proxy nobody trusted.
+	Forwarded bool
 	// Request gives key, skip and cost functions the request; it may be nil when the
 	// limit does not need it (NeedsRequest).
 	Request R
