@@ -103,7 +103,9 @@ func TestForwardedWarningText(t *testing.T) {
 	want := `reqlimit: warning: limit 3/1m on "GET /login": a request from 127.0.0.1, a loopback address that ` +
 		`core.WithTrustedProxies does not trust carried X-Forwarded-For, which the limit ignores: it keys by the peer, ` +
 		`so if the peer is a proxy, every client behind it shares one bucket. Fix: core.WithTrustedProxies("127.0.0.1"), ` +
-		`naming the proxy's address or range. Warned once per limit; core.WithWarnings(false) turns warnings off`
+		`naming the proxy's address or range. For a proxy on this host, which any local process can reach, rather have it ` +
+		`set X-Real-IP and read that alone (core.WithForwardedHeader("X-Real-IP")), or reach the app over a unix socket ` +
+		`(core.WithTrustedProxies("unix")). Warned once per limit; core.WithWarnings(false) turns warnings off`
 	if errs := log.got(); len(errs) != 1 || errs[0] != want {
 		t.Errorf("warning %q,\nwant %q", errs, want)
 	}

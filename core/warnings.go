@@ -118,9 +118,18 @@ func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr net
 	if route != "" {
 		limit = fmt.Sprintf("limit %s on %q", l.policy, route)
 	}
+	// A chain from a loopback peer is a proxy on this host: trusting the loopback address
+	// for a chain would let any local client put its own entry next (docs/operations.md),
+	// so the same-host fixes are named too.
+	sameHost := ""
+	if kind == "loopback" && (name == "X-Forwarded-For" || name == "Forwarded") {
+		sameHost = ` For a proxy on this host, which any local process can reach, rather have it set X-Real-IP ` +
+			`and read that alone (core.WithForwardedHeader("X-Real-IP")), or reach the app over a unix socket ` +
+			`(core.WithTrustedProxies("unix")).`
+	}
 	l.warn(ctx, "%s: a request %s core.WithTrustedProxies does not trust carried %s, "+
 		"which the limit ignores: it keys by the peer, so if the peer is a proxy, every client behind it shares one bucket. "+
-		"Fix: %s, naming the proxy's address or range.", limit, from, name, fix)
+		"Fix: %s, naming the proxy's address or range.%s", limit, from, name, fix, sameHost)
 }
 
 // localAddr names the kind of a loopback, private or link-local address, else returns "".
