@@ -223,8 +223,25 @@ func WithTrustedProxies(cidrs ...string) Option {
 func WithForwardedHeader(name string) Option {
 	return func(c *config) error {
 		c.forwardedHeader = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
-		return require(c.forwardedHeader != "", "WithForwardedHeader(%q): a header name is required", name)
+		if err := require(c.forwardedHeader != "", "WithForwardedHeader(%q): a header name is required", name); err != nil {
+			return err
+		}
+		// A name no request can carry would never be found: every request would be keyed
+		// by the proxy, without a word.
+		return require(isFieldName(c.forwardedHeader), "WithForwardedHeader(%q): not a header field name (letters, digits and !#$%%&'*+-.^_`|~ only), such as \"X-Real-IP\"", name)
 	}
+}
+
+// isFieldName reports whether s is an HTTP field name: an RFC 9110 token.
+func isFieldName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return s != ""
 }
 
 // WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
