@@ -84,12 +84,21 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 }
 
 func (p *Policy) checkCost(cost int) error {
-	for _, r := range p.rates {
-		if cost > r.Count {
-			return fmt.Errorf("cost %d, rate %v: %w", cost, r, ErrCostTooHigh)
-		}
+	if r := p.narrowest(); cost > r.Count {
+		return fmt.Errorf("cost %d, rate %v: %w", cost, r, ErrCostTooHigh)
 	}
 	return nil
+}
+
+// narrowest returns the first of p's rates of the smallest count: the one a cost above the
+// limit exceeds most, and the one a smaller request must fit.
+func (p *Policy) narrowest() Rate {
+	for _, r := range p.rates {
+		if r.Count == p.minCount {
+			return r
+		}
+	}
+	return p.rates[0]
 }
 
 // nth returns the k-th most recent grant time in the log (1 <= k <= logLen).

@@ -409,9 +409,10 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err error) verdict {
 	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, route, err)
 	l.report(ctx, err, requestError)
-	r := q.Policy.rates[0]
+	// The rate the cost exceeds, for a deny handler or an observer: not the first rate,
+	// which the cost may fit.
 	v := verdict{Allowed: l.cfg.dryRun, Status: http.StatusRequestEntityTooLarge, Err: err,
-		Decision: Decision{Rate: r}}
+		Decision: Decision{Rate: q.Policy.narrowest()}}
 	l.observe(Errored, q, route, v, 0)
 	return v
 }
