@@ -420,7 +420,7 @@ func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err erro
 // Kinds of error report logs apart.
 const (
 	storeError   = iota // the store failed: an outage, or a bug in a store
-	requestError        // a request's key or cost: which a client can cause at will
+	requestError        // a request's key, cost or own deadline: which a client can cause at will
 )
 
 // lastLog holds, for each kind of error, the second of the last one logged without an
@@ -445,14 +445,16 @@ func (l *limiter) report(ctx context.Context, err error, kind int) {
 // outage.
 func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
-	gone := ended(ctx)
+	gone, kind := ended(ctx), storeError
 	if gone {
-		err = fmt.Errorf("reqlimit: request ended before the store decided for %s %q: %w", q.Policy, route, err)
+		// A deadline a client can choose (gRPC's grpc-timeout), too short for any store:
+		// logged apart from the store's own failures, which it must not keep out of the log.
+		err, kind = fmt.Errorf("reqlimit: request ended before the store decided for %s %q: %w", q.Policy, route, err), requestError
 	} else {
 		err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
-		l.report(ctx, err, storeError)
+		l.report(ctx, err, kind)
 	}
 	v := verdict{Allowed: true, Err: err}
 	switch {
