@@ -515,18 +515,27 @@ func (m FailMode) name() string {
 }
 
 // DenyBody returns the plain-text body of a refusal with status whose verdict carried err.
-// A store failure refused undecided with WithFailStatus's own status says that status;
-// one FailLocal refused over the limit, with the deny status, gets the deny body.
+// A store failure refused undecided with WithFailStatus's own status says that status, or
+// that the limit could not decide when the status has no text (the deny body would read
+// as the client having sent too much); one FailLocal refused over the limit, with the deny
+// status, gets the deny body.
 func (l *limiter) DenyBody(status int, err error) string {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrCostTooHigh):
 		return "Request Cost Exceeds The Limit\n"
-	case status == l.cfg.failStatus && status != l.cfg.denyStatus && http.StatusText(status) != "":
-		return http.StatusText(status) + "\n"
+	case status == l.cfg.failStatus && status != l.cfg.denyStatus:
+		if text := http.StatusText(status); text != "" {
+			return text + "\n"
+		}
+		return undecidedBody
 	}
 	return l.cfg.denyBody
 }
+
+// undecidedBody is the body of a store failure refused with a WithFailStatus status that
+// has no text of its own.
+const undecidedBody = "Rate Limit Unavailable\n"
 
 // neverAdmitted reports whether v refuses a request that waiting cannot help.
 func neverAdmitted(v *verdict) bool { return v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) }

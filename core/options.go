@@ -158,7 +158,8 @@ func WithFailMode(m FailMode) Option {
 
 // WithFailStatus sets the status of undecided requests (FailClosed's refusals, requests
 // that ended first): 4xx or 5xx, 503 by default. Each carries Retry-After: 1 and the
-// status's text as body, or the deny body (WithDenyResponse) if it is the deny status.
+// status's text as body ("Rate Limit Unavailable" for a status without one), or the deny
+// body (WithDenyResponse) if it is the deny status.
 // gRPC calls get Unavailable whatever the status.
 func WithFailStatus(code int) Option {
 	return func(c *config) error {
