@@ -22,7 +22,8 @@
 // A refused call fails at once with codes.ResourceExhausted and a google.rpc.RetryInfo
 // detail holding the exact wait (RetryDelay reads it back). Every limited call, admitted
 // or not, gets the IETF RateLimit fields as response header metadata: "ratelimit",
-// "ratelimit-policy", and on a refusal "retry-after" in whole seconds. A stream counts once,
+// "ratelimit-policy", and on a refusal "retry-after" in whole seconds; as trailer metadata
+// when an interceptor that ran before the limit has sent the header. A stream counts once,
 // when it is opened; its messages are not counted.
 //
 // The options are package core's, as for the HTTP adapters, with gRPC in place of HTTP:
@@ -258,9 +259,12 @@ func (ic *Interceptors) Unary() grpc.UnaryServerInterceptor {
 		}
 		v, md, err := ic.check(ctx, e, info.FullMethod, info.FullMethod)
 		if md != nil {
-			// Fails only outside a server's call (an interceptor called directly), where
-			// there is no response to carry the fields.
-			_ = grpc.SetHeader(ctx, md)
+			// Once an interceptor before the limit has sent the header, the fields go in
+			// the trailer. Both fail only outside a server's call (an interceptor called
+			// directly), where there is no response to carry them.
+			if grpc.SetHeader(ctx, md) != nil {
+				_ = grpc.SetTrailer(ctx, md)
+			}
 			ctx = withSent(ctx, md)
 		}
 		if err != nil {
@@ -297,7 +301,9 @@ func (ic *Interceptors) Stream() grpc.StreamServerInterceptor {
 		}
 		v, md, err := ic.check(ss.Context(), e, info.FullMethod, route)
 		if md != nil {
-			_ = ss.SetHeader(md)
+			if ss.SetHeader(md) != nil {
+				ss.SetTrailer(md) // the header has gone: see Unary
+			}
 			if ctx := withSent(ss.Context(), md); ctx != ss.Context() {
 				ss = sentStream{ss, ctx}
 			}
