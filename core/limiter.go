@@ -447,8 +447,8 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	c := &l.cfg
 	gone, kind := ended(ctx), storeError
 	if gone {
-		// A deadline a client can choose (gRPC's grpc-timeout), too short for any store:
-		// logged apart from the store's own failures, which it must not keep out of the log.
+		// The request's own deadline, which a client can choose (gRPC's grpc-timeout): it
+		// is logged apart from the store's failures, so that it cannot keep them out.
 		err, kind = fmt.Errorf("reqlimit: request ended before the store decided for %s %q: %w", q.Policy, route, err), requestError
 	} else {
 		err = fmt.Errorf("reqlimit: store failed for %s %q: %w", q.Policy, route, err)
