@@ -107,7 +107,7 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 		}
 		return err
 	}
-	if m.deny != nil {
+	if m.deny != nil && adapter.Denies(v) {
 		// One that neither wrote nor returned an error would leave Echo to send 200: the
 		// refusal is then the default one.
 		if err := m.deny(c, v.Decision); err != nil || c.Response().Committed {
@@ -149,14 +149,17 @@ func status(resp *echo.Response, written int, err error) int {
 	return he.Code
 }
 
-// A DenyFunc writes the response to a refused request, or returns an error for Echo's
+// A DenyFunc writes the response to a request over the limit, or returns an error for Echo's
 // HTTPErrorHandler (echo.NewHTTPError). Rate-limit fields and Retry-After are already set.
 // One that writes nothing and returns nil leaves the default refusal, never a 200.
 type DenyFunc func(c echo.Context, d core.Decision) error
 
 type denyKey struct{}
 
-// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+// WithDenyHandler replaces the refusal of a request over the limit (429, "Too Many
+// Requests") with deny. A refusal the store could not decide (core.FailClosed) and a cost
+// above the limit keep their own answers (503 and 413 by default), which deny would make
+// read as the client's excess.
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // request is core.Request over echo.Context.

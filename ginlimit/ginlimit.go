@@ -80,7 +80,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 			return
 		}
 		c.Abort()
-		if deny != nil {
+		if deny != nil && adapter.Denies(v) {
 			deny(c, v.Decision)
 			// One that neither wrote nor set a status would leave Gin to send 200: the
 			// refusal is then the default one.
@@ -92,14 +92,17 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 	}
 }
 
-// A DenyFunc writes the response to a refused request; the chain is already aborted.
+// A DenyFunc writes the response to a request over the limit; the chain is already aborted.
 // Rate-limit fields and Retry-After are already set; the status is the DenyFunc's to write.
 // One that writes nothing and sets no status leaves the default refusal, never a 200.
 type DenyFunc func(c *gin.Context, d core.Decision)
 
 type denyKey struct{}
 
-// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+// WithDenyHandler replaces the refusal of a request over the limit (429, "Too Many
+// Requests") with deny. A refusal the store could not decide (core.FailClosed) and a cost
+// above the limit keep their own answers (503 and 413 by default), which deny would make
+// read as the client's excess.
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // request is core.Request over *gin.Context; one pointer, so boxing it allocates nothing.

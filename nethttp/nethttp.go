@@ -110,7 +110,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if h.deny != nil {
+	if h.deny != nil && adapter.Denies(v) {
 		// A deny function that writes nothing would leave net/http to send 200: the
 		// refusal is then the default one.
 		s := &adapter.StatusWriter{ResponseWriter: w}
@@ -130,14 +130,17 @@ var plainText = []string{"text/plain; charset=utf-8"}
 const unroutedFix = "nethttp.WithMux(mux) for a limit around a ServeMux (limit(mux)), chilimit.Limit for chi's r.Use, " +
 	"or nethttp.WithPattern for another router"
 
-// A DenyFunc writes the response to a refused request. Rate-limit fields and Retry-After
+// A DenyFunc writes the response to a request over the limit. Rate-limit fields and Retry-After
 // are already set; the status is the DenyFunc's to write. One that writes nothing leaves
 // the default refusal, never a 200.
 type DenyFunc func(w http.ResponseWriter, r *http.Request, d core.Decision)
 
 type denyKey struct{}
 
-// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+// WithDenyHandler replaces the refusal of a request over the limit (429, "Too Many
+// Requests") with deny. A refusal the store could not decide (core.FailClosed) and a cost
+// above the limit keep their own answers (503 and 413 by default), which deny would make
+// read as the client's excess.
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 type patternKey struct{}

@@ -138,7 +138,7 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			}
 			return err
 		}
-		if deny != nil {
+		if deny != nil && adapter.Denies(v) {
 			if answered, err := fastheader.Deny(c.RequestCtx(), func() error { return deny(c, v.Decision) }); answered {
 				return err
 			}
@@ -297,7 +297,7 @@ func (t *proxyTrust) forwarded(h *fasthttp.RequestHeader) (netip.Addr, bool) {
 	return client, true
 }
 
-// A DenyFunc writes the response to a refused request, or returns an error for the app's
+// A DenyFunc writes the response to a request over the limit, or returns an error for the app's
 // ErrorHandler. Rate-limit fields and Retry-After are already set. One that returns nil
 // and leaves the response's status and body as they were gets the default refusal, never
 // a 200.
@@ -305,7 +305,10 @@ type DenyFunc func(c fiber.Ctx, d core.Decision) error
 
 type denyKey struct{}
 
-// WithDenyHandler replaces the default refusal (429, "Too Many Requests") with deny.
+// WithDenyHandler replaces the refusal of a request over the limit (429, "Too Many
+// Requests") with deny. A refusal the store could not decide (core.FailClosed) and a cost
+// above the limit keep their own answers (503 and 413 by default), which deny would make
+// read as the client's excess.
 func WithDenyHandler(deny DenyFunc) core.Option { return adapter.Option(denyKey{}, deny) }
 
 // header sets response fields; a pointer, so boxing it allocates nothing. fasthttp copies

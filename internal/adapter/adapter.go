@@ -5,6 +5,7 @@
 package adapter
 
 import (
+	"errors"
 	"time"
 
 	"github.com/reqlimit/reqlimit/core"
@@ -68,3 +69,10 @@ func Refuse(err error) core.Option { return fromCore.Refuse(err) }
 // NoFrameworkIP marks the limits of an adapter whose framework has no client IP of its own
 // (net/http): core.WithClientIPFromFramework is refused where such a limit is registered.
 var NoFrameworkIP = Option(hook.NoFrameworkIPKey{}, true)
+
+// Denies reports whether an application's deny handler answers the refused verdict v: a
+// request over the limit, by the store's decision or FailLocal's local one. A refusal the
+// store could not decide (core.FailClosed) and a cost above the limit keep the adapter's own
+// answer, so that a handler written for "too many requests" cannot make an outage or a
+// request that can never fit read as one.
+func Denies(v Verdict) bool { return !v.Undecided && !errors.Is(v.Err, core.ErrCostTooHigh) }

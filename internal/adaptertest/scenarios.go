@@ -288,6 +288,27 @@ var Scenarios = []Scenario{
 			Header: map[string]string{"X-Wait": "60", "Retry-After": "60", "RateLimit": `"1/1m";r=0;t=60`}}),
 	},
 	{
+		// A deny handler answers refusals over the limit only: an outage under FailClosed
+		// keeps its 503 and a cost above the limit its 413, which a handler written for
+		// 429 would make read as the client's excess.
+		Name: "custom-deny-leaves-an-outage-and-a-cost-above-the-limit-their-own-answers",
+		App: func(_ Traits, a Adapter, p *Probe) App {
+			deny := a.WithDenyHandler(429, "slow down")
+			five := core.WithCost(func(core.Request) int { return 5 })
+			return App{Routes: []Route{
+				{Path: "/down", Limits: []Limit{perMinute(1, core.WithStore(FailingStore{}), core.WithFailMode(core.FailClosed), deny, p.ErrorHook())}},
+				{Path: "/costly", Limits: []Limit{perMinute(2, five, deny, p.ErrorHook())}},
+				{Path: "/a", Limits: []Limit{perMinute(1, deny)}},
+			}}
+		},
+		Steps: fixed(
+			Step{Request: Request{Path: "/down"}, Status: 503, Body: "Service Unavailable\n", Header: map[string]string{"Retry-After": "1"}},
+			Step{Request: Request{Path: "/costly"}, Status: 413, Body: "Request Cost Exceeds The Limit\n", Header: map[string]string{"Retry-After": ""}},
+			ok("/a"),
+			Step{Request: Request{Path: "/a"}, Status: 429, Body: "slow down", Header: map[string]string{"Retry-After": "60"}},
+		),
+	},
+	{
 		Name: "custom-deny-response",
 		App: func(Traits, Adapter, *Probe) App {
 			return one("/a", perMinute(1, core.WithDenyResponse(503, "busy\n")))
