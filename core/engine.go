@@ -122,14 +122,23 @@ func (p *Policy) block(s []int64, i int) []int64 {
 
 // release gives back the grant of cost units recorded at time at (Decision.Grant), as if
 // it had never been made: its entries leave the log, the newer ones move older, and its
-// units leave its bucket of each bounded rate; a grant no longer held leaves nothing. The
-// oldest places left hold never, standing for grants the log forgot, which were out of
-// every window once a newer grant was admitted: Penalty, which records refusals, breaks
-// that, so limits that release grants do not use it.
+// units leave its bucket of each bounded rate; a grant no longer held leaves nothing.
+//
+// The oldest places left stand for grants the log forgot: never, if it forgot none (it was
+// never full). Otherwise the forgotten ones were out of every window once a newer grant
+// was admitted, but a decision whose clock reads earlier than the given-back newest grant
+// (a clock read before a racing request's, or stepped back) still counts them: the places
+// hold a time no earlier than any forgotten grant (the oldest held) and out of every
+// window from the newest grant on. Penalty, which records refusals, breaks that, so
+// limits that release grants do not use it.
 func (p *Policy) release(s []int64, at int64, cost int) {
 	cost = max(cost, 1)
 	if L := p.logLen; L > 0 {
 		w, log := int(s[0]), s[1:1+L]
+		forgot := int64(never)
+		if oldest := log[w]; oldest != never {
+			forgot = min(oldest, log[back(w, 1, L)]-int64(p.longestExact))
+		}
 		k := 1 // the most recent entry not after at
 		for k <= L && log[back(w, k, L)] > at {
 			k++
@@ -142,7 +151,7 @@ func (p *Policy) release(s []int64, at int64, cost int) {
 			log[back(w, j+r, L)] = log[back(w, j, L)]
 		}
 		for j := 1; j <= r; j++ {
-			log[back(w, j, L)] = never
+			log[back(w, j, L)] = forgot
 		}
 		s[0] = int64(back(w, r, L)) // the freed places become the oldest
 	}

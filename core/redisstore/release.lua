@@ -1,8 +1,11 @@
 -- reqlimit: give back one grant (core.Releaser) exactly as core's engine does
 -- (Policy.release): its entries leave the ring, the newer ones move one place older for
--- each, and the oldest places left hold nothing; its units leave its bucket of each bounded
--- rate. Every other grant stays. A grant no longer held changes nothing. Not on the
--- decision's path, so written for clarity: one GET, one SET of the whole value.
+-- each, and the oldest places left hold nothing if the ring never filled; else they stand
+-- for the grants it forgot, for a decision whose clock reads earlier than the given-back
+-- grant (a server clock stepped back): a time no earlier than any of them (the oldest held)
+-- and out of every window from the newest grant on. Its units leave its bucket of each
+-- bounded rate. Every other grant stays. A grant no longer held changes nothing. Not on
+-- the decision's path, so written for clarity: one GET, one SET of the whole value.
 --
 -- KEYS[1]  the key's state, in the layout of exact.lua or bounded.lua.
 -- KEYS[2]  the key's reset fence (reset.lua): a grant no later than it was forgotten.
@@ -11,7 +14,8 @@
 --          whether the ring has all L slots (1: bounded.lua's, empty ones NEVER) or only
 --          its grants (0: exact.lua's), the byte of the latest decision's time (reset.lua
 --          reads it; 0: none), NB, the number of bounded rates, then each one's block's
---          first byte and granule (microseconds).
+--          first byte and granule (microseconds), then the longest exact rate's period
+--          (microseconds; 0: none).
 -- Returns  the units given back, then zeros (the decision scripts' reply shape).
 local unpack, pack, call, sub, floor = struct.unpack, struct.pack, redis.call, string.sub, math.floor
 local arg = ARGV[1]
@@ -61,10 +65,21 @@ if n > 0 then
   while r < cost and k + r <= n and unpack('<i7', s, RING + 1 + ((w - k - r) % L) * 7) == at do r = r + 1 end
   if r > 0 then
     local ring, head, w2 = '', sub(s, 3, RING), 0
-    if fixed == 1 then
-      ring = string.rep(pack('<i7', -36028797018963968), r) -- the oldest slots, empty
+    -- What the oldest places hold: NEVER if the ring never filled (exact.lua's then holds
+    -- fewer than L grants, bounded.lua's an empty oldest slot), and exact.lua's shrinks.
+    local never = -36028797018963968
+    local forgot, oldest = never, never
+    if n == L then oldest = unpack('<i7', s, RING + 1 + (w % L) * 7) end
+    if oldest ~= never then
+      forgot = unpack('<i7', s, RING + 1 + ((w - 1) % L) * 7) - unpack('<i8', arg, 65 + 16 * nb)
+      if oldest < forgot then forgot = oldest end
+    end
+    if fixed == 1 or forgot ~= never then
+      ring = string.rep(pack('<i7', forgot), r) -- the oldest slots
     else
       w2 = n - r
+    end
+    if fixed == 0 then
       head = sub(s, 3, 9) .. string.rep('\0', RING - 9) -- each rate's b: 0 is a safe start
     end
     for x = n, 1, -1 do

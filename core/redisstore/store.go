@@ -394,12 +394,13 @@ type plan struct {
 // counts microseconds, and a longer window can only be stricter.
 func planOf(p *core.Policy) *plan {
 	pl := &plan{rates: p.Rates()}
-	logLen, longest := int64(0), int64(0)
+	logLen, longest, longestExact := int64(0), int64(0), int64(0)
 	var grans []int64 // the bounded rates'
 	for _, r := range pl.rates {
 		longest = max(longest, micros(r.Period))
 		if exact(r) {
 			logLen = max(logLen, int64(r.Count))
+			longestExact = max(longestExact, micros(r.Period))
 		} else {
 			grans = append(grans, granuleOf(r))
 		}
@@ -412,7 +413,7 @@ func planOf(p *core.Policy) *plan {
 		for _, r := range pl.rates {
 			pl.tail = put(pl.tail, int64(r.Count), micros(r.Period))
 		}
-		pl.fields = put(nil, logLen, exactHead+2*n, 0, 0, slots, 0)
+		pl.fields = put(nil, logLen, exactHead+2*n, 0, 0, slots, 0, longestExact)
 		return pl
 	}
 	ring := int64(boundedHead + blockLen*len(grans))
@@ -425,6 +426,7 @@ func planOf(p *core.Policy) *plan {
 	for j, g := range grans {
 		pl.fields = put(pl.fields, int64(boundedHead+blockLen*j), g)
 	}
+	pl.fields = put(pl.fields, longestExact)
 	return pl
 }
 
