@@ -185,6 +185,8 @@ func (m *MemoryStore) decide(d *Decision, q *Query, now int64) error {
 		e = t.entry(sh, h) // another decision may have added it meanwhile
 	}
 	if e == nil {
+		// No earlier than a sweep of the key's shard either: it may have dropped this key.
+		now = max(now, sh.lastSweep)
 		sh.mu.Unlock()
 		t.overflowMu.Lock()
 		err := p.apply(d, t.overflow, now, q.Cost, q.Mode)
