@@ -259,9 +259,13 @@ func isolation(t *testing.T, h Harness) {
 		{Policy: p, Scope: "/a10.0.0.1", Key: ""},
 		{Policy: p, Scope: "", Key: "/a10.0.0.1"},
 	}
+	// Each variant's whole quota: a bucket shared with another variant, whatever their
+	// policies, holds its grants too and refuses one of them.
 	for i, q := range variants {
-		if d := decide(t, h, q); !d.Allowed {
-			t.Fatalf("variant %d (%s %q %q): first request refused, so it shares a bucket: %+v", i, q.Policy, q.Scope, q.Key, d)
+		for j := range q.Policy.Rates()[0].Count {
+			if d := decide(t, h, q); !d.Allowed {
+				t.Fatalf("variant %d (%s %q %q): request %d refused, so it shares a bucket: %+v", i, q.Policy, q.Scope, q.Key, j+1, d)
+			}
 		}
 	}
 	if d := decide(t, h, core.Query{Policy: mustParse("1/1h"), Scope: "/a", Key: "10.0.0.1"}); d.Allowed {
@@ -639,8 +643,10 @@ func reset(t *testing.T, h Harness) {
 		}
 		pq := q
 		pq.Mode = core.Peek
-		if d := decide(t, h, pq); !d.Allowed || d.Remaining != 2 {
-			t.Fatalf("%s: Peek after the reset: %+v, want admitted with 2 remaining", text, d)
+		// No grant left in any window: the exact rate, which reports, has 2 remaining, and
+		// FullReset shows that the bounded rate holds none either.
+		if d := decide(t, h, pq); !d.Allowed || d.Remaining != 2 || d.FullReset != 0 {
+			t.Fatalf("%s: Peek after the reset: %+v, want admitted with 2 remaining and no grant in any window (FullReset 0)", text, d)
 		}
 		if d := decide(t, h, q); !d.Allowed || d.Remaining != 1 {
 			t.Fatalf("%s: first request after the reset: %+v, want admitted with 1 remaining", text, d)
