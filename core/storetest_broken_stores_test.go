@@ -29,6 +29,8 @@ type logStore struct {
 	// leaving a bounded rate's grants counted. The suite's Release catches it on its
 	// bounded policies, Reset on a Peek's FullReset.
 	exactOnly bool
+	// peekAdmits answers every Peek as admitted, as a script that returns early for one.
+	peekAdmits bool
 
 	mu      sync.Mutex
 	buckets map[string][][]logGrant // per bucket, per rate
@@ -82,6 +84,7 @@ func (s *logStore) Decide(_ context.Context, q core.Query) (core.Decision, error
 	for i, r := range rates {
 		allowed = allowed && used(b[i], now, r.Period)+cost <= r.Count
 	}
+	allowed = allowed || s.peekAdmits && q.Mode == core.Peek
 	d := core.Decision{Allowed: allowed, Remaining: math.MaxInt, Grant: now}
 	if q.Mode == core.Penalty || allowed && q.Mode == core.Enforce {
 		for i := range rates {
@@ -162,6 +165,7 @@ func runSuiteOnFlawedStore(t *testing.T, flaw string) {
 		s := newLogStore(clock.Now)
 		s.sharePolicies = flaw == "sharePolicies"
 		s.exactOnly = flaw == "exactOnly"
+		s.peekAdmits = flaw == "peekAdmits"
 		return storetest.Harness{Store: s, Advance: func(d time.Duration) { clock.Advance(d) }}
 	})
 }
@@ -198,5 +202,21 @@ func TestConformanceSuiteFailsAStoreWhoseResetKeepsBoundedGrants(t *testing.T) {
 	}
 	if out, ok := suiteOn(t, name, "Reset", "exactOnly"); ok {
 		t.Fatalf("Reset passed a store whose resets leave the grants of bounded rates counted:\n%s", out)
+	}
+}
+
+// The suite's Peek says a Peek reports what Enforce would decide, yet asked only while the
+// key had room: a store that admitted every Peek passed it.
+func TestConformanceSuiteFailsAStoreThatAdmitsEveryPeek(t *testing.T) {
+	const name = "TestConformanceSuiteFailsAStoreThatAdmitsEveryPeek"
+	if flaw, ok := os.LookupEnv("REQLIMIT_SUITE_FLAW"); ok {
+		runSuiteOnFlawedStore(t, flaw)
+		return
+	}
+	if out, ok := suiteOn(t, name, "Peek", ""); !ok {
+		t.Fatalf("the sound brute-force store fails Peek:\n%s", out)
+	}
+	if out, ok := suiteOn(t, name, "Peek", "peekAdmits"); ok {
+		t.Fatalf("Peek passed a store that admits every Peek, the quota used or not:\n%s", out)
 	}
 }

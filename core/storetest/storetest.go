@@ -420,6 +420,19 @@ func peek(t *testing.T, h Harness) {
 	if d := decide(t, h, q); !d.Allowed || d.Remaining != 1 {
 		t.Fatalf("peek after one grant: got %+v, want 1 remaining", d)
 	}
+	// What Enforce would decide, refusals included.
+	q.Cost = 2
+	if d := decide(t, h, q); d.Allowed || d.Remaining != 1 || d.RetryAfter <= 0 {
+		t.Fatalf("peek of cost 2 with 1 left: got %+v, want refused with a wait", d)
+	}
+	q.Cost, q.Mode = 1, core.Enforce
+	decide(t, h, q)
+	q.Mode = core.Peek
+	for range 2 {
+		if d := decide(t, h, q); d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 {
+			t.Fatalf("peek with the quota used: got %+v, want refused with a wait", d)
+		}
+	}
 }
 
 // concurrentStrict hammers one key from many goroutines and checks, from the callers'
