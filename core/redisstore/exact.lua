@@ -5,7 +5,9 @@
 --
 -- KEYS[1]  the key's state: [I2 w] [i7 E] [I2 b] per rate, then a ring of up to L grant
 --          times, i7 microseconds each (the ring holds only real grants, so a key that saw
---          3 grants stores 3); the next grant goes to slot w. E is the expiry last set, in
+--          3 grants stores 3, until it fills; a give-back then leaves it full, its oldest
+--          entries standing for the grants it forgot, see release.lua); the next grant goes
+--          to slot w. E is the expiry last set, in
 --          server microseconds (0: none). Rate i's b is how many of the oldest entries had
 --          left its window at the key's last grant: its search starts there.
 -- ARGV[1]  packed little-endian i8: use TIME (1) or the given now, now (microseconds),
