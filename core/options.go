@@ -76,14 +76,23 @@ func WithKey(key KeyFunc) Option {
 
 // KeyByHeader keys requests by a request header, such as an API token checked before the
 // limit: each value a client makes up gets a quota of its own.
+// A name that no request can carry is an error at every request, which the limit reports
+// (keying the request by its client's IP instead), rather than keys that are never there.
 func KeyByHeader(name string) KeyFunc {
+	if strings.TrimSpace(name) == "" {
+		err := fmt.Errorf("KeyByHeader(%q): a header name is required", name)
+		return func(Request) (string, error) { return "", err }
+	}
 	return func(r Request) (string, error) { return r.Header(name), nil }
 }
 
 // WithScope names the buckets' scope instead of the route: limits of one scope and policy
 // share a quota per client; otherwise each limit has its own.
 func WithScope(scope string) Option {
-	return func(c *config) error { c.scope = scope; return nil }
+	return func(c *config) error {
+		c.scope = scope
+		return require(scope != "", `WithScope(""): a scope name is required; leave the option out for the route's own buckets`)
+	}
 }
 
 // WithSkip exempts a request r if skip(r): not counted, no rate-limit fields.
