@@ -434,7 +434,11 @@ func (l *limiter) report(ctx context.Context, err error, kind int) {
 	if l.cfg.onError != nil {
 		l.cfg.onError(ctx, err)
 	} else if now := time.Now().Unix(); lastLog[kind].Swap(now) != now {
-		slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
+		if kind == storeError {
+			slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
+		} else { // the fail mode did not decide it: naming one would read as an outage
+			slog.WarnContext(ctx, "rate limit", "err", err)
+		}
 	}
 }
 

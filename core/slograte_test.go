@@ -63,4 +63,11 @@ func TestClientErrorsDoNotSilenceAStoreOutage(t *testing.T) {
 	if !strings.Contains(buf.String(), "malformed token") || !strings.Contains(buf.String(), "store failed") {
 		t.Errorf("a client's bad key and a store outage in one second: want both logged, got:\n%s", buf.String())
 	}
+	// Only the outage was decided by the fail mode: a bad key's line naming one would
+	// read as an outage.
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(line, "fail_mode=") != strings.Contains(line, "store failed") {
+			t.Errorf("line %q: want fail_mode on a store failure's line only", line)
+		}
+	}
 }
