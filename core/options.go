@@ -75,9 +75,9 @@ func WithKey(key KeyFunc) Option {
 }
 
 // KeyByHeader keys requests by a request header, such as an API token checked before the
-// limit: each value a client makes up gets a quota of its own.
-// A name that no request can carry is an error at every request, which the limit reports
-// (keying the request by its client's IP instead), rather than keys that are never there.
+// limit: each value a client makes up gets a quota of its own. Without a name, every
+// request's key is an error, which the limit reports (keying the request by its client's
+// IP instead), rather than a key that is never there.
 func KeyByHeader(name string) KeyFunc {
 	if strings.TrimSpace(name) == "" {
 		err := fmt.Errorf("KeyByHeader(%q): a header name is required", name)

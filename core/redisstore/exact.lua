@@ -7,9 +7,9 @@
 --          times, i7 microseconds each (the ring holds only real grants, so a key that saw
 --          3 grants stores 3, until it fills; a give-back then leaves it full, its oldest
 --          entries standing for the grants it forgot, see release.lua); the next grant goes
---          to slot w. E is the expiry last set, in
---          server microseconds (0: none). Rate i's b is how many of the oldest entries had
---          left its window at the key's last grant: its search starts there.
+--          to slot w. E is the expiry last set, in server microseconds (0: none). Rate i's
+--          b is how many of the oldest entries had left its window at the key's last grant:
+--          its search starts there.
 -- ARGV[1]  packed little-endian i8: use TIME (1) or the given now, now (microseconds),
 --          cost (1 <= cost <= every count), mode (0 enforce, 1 penalty, 2 peek), ttl (the
 --          longest period in milliseconds, rounded up; 0: no expiry), L, the number of
