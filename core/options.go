@@ -255,7 +255,9 @@ func isFieldName(s string) bool {
 }
 
 // WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
-// trusts only your proxies. On Fiber v2 a single-address ProxyHeader counts from
+// trusts only your proxies. Where it would trust any client (Gin before
+// engine.SetTrustedProxies, Echo without an IPExtractor), the limit keys by the peer
+// instead and warns once (WithWarnings). On Fiber v2 a single-address ProxyHeader counts from
 // TrustedProxies without it and, with it, from any client if EnableTrustedProxyCheck is
 // off. Fiber v3 ignores it.
 func WithClientIPFromFramework() Option {

@@ -13,11 +13,13 @@ import (
 // WithWarnings(false) turns off the limit's warnings, on by default. A limit warns when
 // it limits the wrong clients without failing: a forwarded header from a loopback,
 // private or link-local peer that WithTrustedProxies does not trust (a proxy whose
-// clients all share its bucket), or, in an adapter whose middleware can run before
-// routing (nethttp), a request keyed with no route that the router then routed (every
-// route shares one bucket). Each warning names the fix and is given once per limit, to
-// the error hook or else to slog at level Warn; it never changes a decision. Public
-// peers' headers are never looked at, nor local peers' once many came without one.
+// clients all share its bucket); in an adapter whose middleware can run before routing
+// (nethttp), a request keyed with no route that the router then routed (every route
+// shares one bucket); WithClientIPFromFramework where the framework would take the
+// client IP from any client, so the limit keys by the peer (see that option). Each
+// warning names the fix and is given once per limit, to the error hook or else to slog at
+// level Warn; it never changes a decision. Public peers' headers are never looked at, nor
+// local peers' once many came without one.
 func WithWarnings(on bool) Option {
 	return func(c *config) error { c.noWarnings = !on; return nil }
 }
@@ -27,6 +29,7 @@ func WithWarnings(on bool) Option {
 type warnings struct {
 	forwarded atomic.Bool // a forwarded header from an untrusted local peer
 	unrouted  atomic.Bool // a request keyed with no route, then routed
+	framework atomic.Bool // WithClientIPFromFramework not followed (see WarnFrameworkIP)
 
 	// unheaded counts down local peers' requests without a forwarded header: behind a
 	// proxy nearly every request has one, so after many without there is no proxy.
@@ -44,6 +47,7 @@ func newWarnings(cfg *config) *warnings {
 	// well it is set up; a scope means one bucket for every route.
 	w.forwarded.Store(cfg.noWarnings || cfg.frameworkIP)
 	w.unrouted.Store(cfg.noWarnings || cfg.scope != "")
+	w.framework.Store(cfg.noWarnings || !cfg.frameworkIP)
 	return w
 }
 
@@ -111,13 +115,6 @@ func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr net
 	if !strings.EqualFold(name, cmp.Or(l.cfg.forwardedHeader, "X-Forwarded-For")) {
 		fix += fmt.Sprintf(" with core.WithForwardedHeader(%q)", name)
 	}
-	if l.cfg.scope != "" {
-		route = l.cfg.scope
-	}
-	limit := "limit " + l.policy.String()
-	if route != "" {
-		limit = fmt.Sprintf("limit %s on %q", l.policy, route)
-	}
 	// A chain from a loopback peer is a proxy on this host: trusting the loopback address
 	// for a chain would let any local client put its own entry next (docs/operations.md),
 	// so the same-host fixes are named too.
@@ -129,7 +126,18 @@ func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr net
 	}
 	l.warn(ctx, "%s: a request %s core.WithTrustedProxies does not trust carried %s, "+
 		"which the limit ignores: it keys by the peer, so if the peer is a proxy, every client behind it shares one bucket. "+
-		"Fix: %s, naming the proxy's address or range.%s", limit, from, name, fix, sameHost)
+		"Fix: %s, naming the proxy's address or range.%s", l.named(route), from, name, fix, sameHost)
+}
+
+// named names the limit, and the route or scope it keyed a request by, for a warning.
+func (l *limiter) named(route string) string {
+	if l.cfg.scope != "" {
+		route = l.cfg.scope
+	}
+	if route == "" {
+		return "limit " + l.policy.String()
+	}
+	return fmt.Sprintf("limit %s on %q", l.policy, route)
 }
 
 // localAddr names the kind of a loopback, private or link-local address, else returns "".
@@ -155,4 +163,17 @@ func (l *limiter) WarnUnrouted(ctx context.Context, pattern, fix string) {
 	l.warn(ctx, "limit %s decided a request before routing, with no route, "+
 		"and the router then matched it to %q: every route shares one bucket per client. "+
 		"Fix: %s; or core.WithScope(name) if one bucket for every route is meant.", l.policy, pattern, fix)
+}
+
+// WarnFrameworkIP is told by an adapter that it keys a request on route by the
+// connection's peer, not by the framework's client IP that WithClientIPFromFramework
+// asked for, because the framework, as configured, would take that IP from any client's
+// forwarded header (why); fix says how to configure it.
+func (l *limiter) WarnFrameworkIP(ctx context.Context, route, why, fix string) {
+	if l.warned.framework.Load() || !l.warned.framework.CompareAndSwap(false, true) {
+		return
+	}
+	l.warn(ctx, "%s: core.WithClientIPFromFramework is given, but %s, which would let every client pick its own bucket. "+
+		"The limit keys by the connection's peer instead: behind a proxy, every client shares the proxy's bucket. Fix: %s.",
+		l.named(route), why, fix)
 }

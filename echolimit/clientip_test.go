@@ -1,6 +1,8 @@
 package echolimit_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +40,24 @@ func TestNoExtractorIsNotTrusted(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) { adaptertest.ExpectForgeriesIgnored(t, adaptertest.ServeHTTP(build())) })
+	}
+}
+
+// The limit that does not follow c.RealIP() says so, once, naming the fix; one whose Echo
+// has an extractor follows it without a word.
+func TestNoExtractorWarnsOnce(t *testing.T) {
+	for _, extractor := range []echo.IPExtractor{nil, echo.ExtractIPDirect()} {
+		var seen []string
+		e := echo.New()
+		e.IPExtractor = extractor
+		e.GET(adaptertest.RecipePath, echoOK, echolimit.Limit(3, time.Minute, fresh(), core.WithClientIPFromFramework(),
+			core.WithErrorHook(func(_ context.Context, err error) { seen = append(seen, err.Error()) })))
+		adaptertest.ExpectForgeriesIgnored(t, adaptertest.ServeHTTP(e))
+		switch {
+		case extractor == nil && (len(seen) != 1 || !strings.Contains(seen[0], "IPExtractor") || !strings.Contains(seen[0], adaptertest.RecipePath)):
+			t.Errorf("no extractor: warnings %q; want one, naming IPExtractor and the route", seen)
+		case extractor != nil && len(seen) != 0:
+			t.Errorf("ExtractIPDirect: warnings %q; want none", seen)
+		}
 	}
 }

@@ -10,8 +10,8 @@
 //
 // The client IP is the peer's, unless core.WithClientIPFromFramework says to take
 // c.RealIP(), from the application's Echo#IPExtractor. With no IPExtractor set the peer's
-// IP is used even then: RealIP would believe X-Forwarded-For and X-Real-IP from any
-// client. Echo's extractors trust every private, loopback and link-local peer unless told
+// IP is used even then, and the limit warns once: RealIP would believe X-Forwarded-For
+// and X-Real-IP from any client. Echo's extractors trust every private, loopback and link-local peer unless told
 // otherwise, so an application opts in once its extractor trusts only its proxies.
 // Refused requests get 429 with Retry-After; every response carries the IETF RateLimit and
 // RateLimit-Policy fields.
@@ -74,10 +74,15 @@ type limited struct {
 func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	r := c.Request()
 	peer := r.RemoteAddr
-	if m.frameworkIP && c.Echo().IPExtractor != nil {
+	if m.frameworkIP {
 		// Without an extractor, RealIP takes X-Forwarded-For and X-Real-IP from any
 		// client, so every client could pick its own bucket: the peer it is.
-		peer = c.RealIP()
+		if c.Echo().IPExtractor != nil {
+			peer = c.RealIP()
+		} else {
+			m.l.WarnFrameworkIP(r.Context(), c.Path(), "the Echo instance has no IPExtractor, and c.RealIP() then believes X-Forwarded-For and X-Real-IP",
+				"set e.IPExtractor to echo.ExtractIPFromXFFHeader or echo.ExtractIPFromRealIPHeader, trusting your proxies' ranges")
+		}
 	}
 	// echo.Context is an interface: boxing request allocates, so only when a key, skip
 	// or cost function or trusted proxies will read it; else core reads the header fields

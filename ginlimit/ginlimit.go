@@ -5,11 +5,14 @@
 //
 // Requests are keyed by the connection's peer IP and the route template (c.FullPath(), so
 // /user/1 and /user/2 share /user/:id's bucket), also when the middleware is mounted with
-// r.Use; requests that match no route share one bucket per client. Gin's c.ClientIP() is not used by default: until engine.SetTrustedProxies is called
-// Gin believes X-Forwarded-For from any client. After calling it, opt in with
-// core.WithClientIPFromFramework(); or let reqlimit read forwarded headers itself with
-// core.WithTrustedProxies. Refused requests get 429 with Retry-After; every response
-// carries the IETF RateLimit and RateLimit-Policy fields.
+// r.Use; requests that match no route share one bucket per client. Gin's c.ClientIP() is
+// not used by default: until engine.SetTrustedProxies is called Gin believes
+// X-Forwarded-For from any client. After calling it, opt in with
+// core.WithClientIPFromFramework(); before, that option keys by the peer and warns once
+// (the limit's first request asks Gin whether it believes a forged address). Or let
+// reqlimit read forwarded headers itself with core.WithTrustedProxies. Refused requests
+// get 429 with Retry-After; every response carries the IETF RateLimit and
+// RateLimit-Policy fields.
 //
 // A limit that counts by outcome (core.WithCountWhen) runs the handlers after it itself
 // (c.Next) and takes the response's status from c.Writer.Status() once they have
@@ -23,6 +26,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -52,12 +56,22 @@ func New(policy string, opts ...core.Option) (gin.HandlerFunc, error) {
 func middleware(l adapter.Limiter) gin.HandlerFunc {
 	deny, _ := l.Extension(denyKey{}).(DenyFunc)
 	frameworkIP := l.FrameworkIP()
+	var trust sync.Once
+	var follow bool // whether the engine's client IP is followed, once frameworkIP
 	return func(c *gin.Context) {
 		// RemoteAddr rather than c.RemoteIP(): core parses every form of it the same way
 		// in every adapter, where RemoteIP turns an address without a port into "".
 		peer := c.Request.RemoteAddr
 		if frameworkIP {
-			peer = c.ClientIP()
+			// The engine's trust is asked once, at the first request: it is set before
+			// the engine serves.
+			trust.Do(func() { follow = !trustsEveryone(c) })
+			if follow {
+				peer = c.ClientIP()
+			} else {
+				l.WarnFrameworkIP(c.Request.Context(), c.FullPath(), "Gin trusts every proxy until engine.SetTrustedProxies is called",
+					`engine.SetTrustedProxies([]string{"<your proxies' CIDR>"})`)
+			}
 		}
 		v := l.Check(c.Request.Context(), adapter.Input{Route: c.FullPath(), Peer: peer, Request: request{c}}, adapter.HeaderMap(c.Writer.Header()))
 		if v.Allowed {
@@ -135,4 +149,21 @@ func (w *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.hijacked = true
 	}
 	return c, rw, err
+}
+
+// trustsEveryone reports whether c's engine takes a client IP from the forwarded headers
+// of any peer, as Gin does until engine.SetTrustedProxies is called: it asks ClientIP of
+// a copy of c holding a request from a documentation address (RFC 5737), which no
+// deployment names as its proxy, with the usual forwarded headers (Gin's default
+// RemoteIPHeaders among them) naming another. A TrustedPlatform's header is left out: Gin
+// believes it from any peer, and setting one says that every request comes through it.
+func trustsEveryone(c *gin.Context) bool {
+	const forged = "198.51.100.9"
+	h := http.Header{}
+	for _, name := range []string{"X-Forwarded-For", "X-Real-IP", "True-Client-IP", "X-Client-IP"} {
+		h.Set(name, forged)
+	}
+	probe := c.Copy()
+	probe.Request = &http.Request{RemoteAddr: "203.0.113.7:1", Header: h}
+	return probe.ClientIP() == forged
 }

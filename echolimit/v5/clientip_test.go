@@ -6,8 +6,10 @@ package echolimit_test
 // wherever the application's extractor would let a client choose its own.
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +155,24 @@ func TestFrameworkIPGroupsAddresses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The limit that does not follow LegacyIPExtractor says so, once, naming the fix; with no
+// extractor (c.RealIP() is then the peer) or a safe one it says nothing.
+func TestLegacyIPExtractorWarnsOnce(t *testing.T) {
+	for name, extractor := range map[string]echo.IPExtractor{"legacy": echo.LegacyIPExtractor(), "none": nil, "direct": echo.ExtractIPDirect()} {
+		var seen []string
+		e := echo.New()
+		e.IPExtractor = extractor
+		e.GET(adaptertest.RecipePath, echoOK, recipeLimit(core.WithClientIPFromFramework(),
+			core.WithErrorHook(func(_ context.Context, err error) { seen = append(seen, err.Error()) })))
+		adaptertest.ExpectForgeriesIgnored(t, adaptertest.ServeHTTP(e))
+		switch {
+		case name == "legacy" && (len(seen) != 1 || !strings.Contains(seen[0], "LegacyIPExtractor") || !strings.Contains(seen[0], adaptertest.RecipePath)):
+			t.Errorf("legacy: warnings %q; want one, naming LegacyIPExtractor and the route", seen)
+		case name != "legacy" && len(seen) != 0:
+			t.Errorf("%s: warnings %q; want none", name, seen)
+		}
 	}
 }

@@ -15,7 +15,7 @@
 // c.RealIP(), from the application's Echo#IPExtractor. Even then, an IPExtractor that is
 // echo.LegacyIPExtractor() is not followed: it believes X-Forwarded-For and X-Real-IP
 // from any client, so every client could pick its own bucket; the peer's IP is used
-// instead. Echo's other extractors trust every private, loopback and link-local peer
+// instead, and the limit warns once. Echo's other extractors trust every private, loopback and link-local peer
 // unless told otherwise, so an application opts in once its extractor trusts only its
 // proxies. Refused requests get 429 with Retry-After; every response carries the IETF
 // RateLimit and RateLimit-Policy fields.
@@ -79,8 +79,13 @@ type limited struct {
 func (m *limited) serve(c *echo.Context, next echo.HandlerFunc) error {
 	r := c.Request()
 	peer := r.RemoteAddr
-	if m.frameworkIP && trustedExtractor(c.Echo()) {
-		peer = c.RealIP()
+	if m.frameworkIP {
+		if trustedExtractor(c.Echo()) {
+			peer = c.RealIP()
+		} else if e := c.Echo(); e != nil && e.IPExtractor != nil {
+			m.l.WarnFrameworkIP(r.Context(), c.Path(), "the Echo instance's IPExtractor is echo.LegacyIPExtractor(), which believes X-Forwarded-For and X-Real-IP",
+				"set e.IPExtractor to echo.ExtractIPFromXFFHeader or echo.ExtractIPFromRealIPHeader, trusting your proxies' ranges")
+		}
 	}
 	// c.Path() is "" before routing (e.Pre) and when nothing matched: one bucket per
 	// client. A 405, or a 404 caught by a RouteNotFound route (which groups with

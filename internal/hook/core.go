@@ -79,4 +79,9 @@ type Limiter[R, D, P any] interface {
 	// with no route was routed to pattern: every route shares its bucket. It warns once
 	// (core.WithWarnings), saying fix, how the adapter's users give it the route.
 	WarnUnrouted(ctx context.Context, pattern, fix string)
+	// WarnFrameworkIP tells the limit that the adapter keys a request on route by the
+	// connection's peer, not by the framework's client IP that
+	// core.WithClientIPFromFramework asked for, because the framework would take it from
+	// any client (why). It warns once (core.WithWarnings), saying fix.
+	WarnFrameworkIP(ctx context.Context, route, why, fix string)
 }
