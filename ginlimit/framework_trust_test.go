@@ -2,6 +2,9 @@ package ginlimit_test
 
 import (
 	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +44,30 @@ func TestEngineThatTrustsEveryProxyIsNotFollowed(t *testing.T) {
 		if len(seen) != 0 {
 			t.Errorf("trusting %v: warnings %q; want none", trusted, seen)
 		}
+	}
+}
+
+// Over a unix socket Gin trusts the peer, which only a process on the host can be: the
+// proxy. There its c.ClientIP() is followed whatever the engine trusts over TCP.
+func TestEngineOnAUnixSocketIsFollowed(t *testing.T) {
+	var seen []string
+	r := gin.New()
+	r.GET(adaptertest.RecipePath, ginlimit.Limit(3, time.Minute, core.WithClientIPFromFramework(),
+		core.WithErrorHook(func(_ context.Context, err error) { seen = append(seen, err.Error()) })), ginOK)
+	unix := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/app.sock", Net: "unix"})
+	for _, client := range []string{"198.51.100.1", "198.51.100.2"} {
+		for i := range 4 {
+			req := httptest.NewRequestWithContext(unix, http.MethodGet, adaptertest.RecipePath, nil)
+			req.RemoteAddr = "@"
+			req.Header.Set("X-Forwarded-For", client)
+			w := httptest.NewRecorder()
+			r.ServeHTTP(w, req)
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusTooManyRequests}[i < 3]; w.Code != want {
+				t.Errorf("client %s, request %d: status %d, want %d", client, i+1, w.Code, want)
+			}
+		}
+	}
+	if len(seen) != 0 {
+		t.Errorf("warnings %q; want none", seen)
 	}
 }

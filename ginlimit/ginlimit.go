@@ -26,6 +26,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,7 +67,7 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 			// The engine's trust is asked once, at the first request: it is set before
 			// the engine serves.
 			trust.Do(func() { follow = !trustsEveryone(c) })
-			if follow {
+			if follow || onUnixSocket(c.Request) {
 				peer = c.ClientIP()
 			} else {
 				l.WarnFrameworkIP(c.Request.Context(), c.FullPath(), "Gin trusts every proxy until engine.SetTrustedProxies is called",
@@ -166,4 +167,11 @@ func trustsEveryone(c *gin.Context) bool {
 	probe := c.Copy()
 	probe.Request = &http.Request{RemoteAddr: "203.0.113.7:1", Header: h}
 	return probe.ClientIP() == forged
+}
+
+// onUnixSocket reports whether r came over a unix socket, whose peer Gin always trusts:
+// only a process on the host, the proxy, can connect.
+func onUnixSocket(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && strings.HasPrefix(a.Network(), "unix")
 }
