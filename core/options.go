@@ -255,11 +255,11 @@ func isFieldName(s string) bool {
 }
 
 // WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
-// trusts only your proxies. Where it would trust any client (Gin before
-// engine.SetTrustedProxies, Echo without an IPExtractor), the limit keys by the peer
-// instead and warns once (WithWarnings). On Fiber v2 a single-address ProxyHeader counts from
-// TrustedProxies without it and, with it, from any client if EnableTrustedProxyCheck is
-// off. Fiber v3 ignores it.
+// trusts only your proxies. Where it would take any client's word (Gin before
+// engine.SetTrustedProxies, Echo without a safe IPExtractor, Fiber v2 with a chain
+// ProxyHeader), the limit keys by the peer instead and warns once (WithWarnings). On
+// Fiber v2 a single-address ProxyHeader counts from TrustedProxies without it and, with
+// it, from any client if EnableTrustedProxyCheck is off. Fiber v3 ignores it.
 func WithClientIPFromFramework() Option {
 	return func(c *config) error { c.frameworkIP = true; return nil }
 }

@@ -12,9 +12,10 @@
 // core.WithClientIPFromFramework, which believes it from any client: for an application
 // that only its proxy can reach. With ProxyHeader X-Forwarded-For (or Forwarded) c.IP() is
 // the chain's leftmost entry, which the client writes, so it is never used: there, pass
-// core.WithTrustedProxies with your proxies, which walks the chain from the right. Refused
-// requests get 429 with Retry-After; every response carries the IETF RateLimit and
-// RateLimit-Policy fields, but those fasthttp builds anew (c.SendFile's 304, ctx.Error).
+// core.WithTrustedProxies with your proxies, which walks the chain from the right (with
+// core.WithClientIPFromFramework, the limit warns once). Refused requests get 429 with
+// Retry-After; every response carries the IETF RateLimit and RateLimit-Policy fields, but
+// those fasthttp builds anew (c.SendFile's 304, ctx.Error).
 //
 // # Mounting with app.Use
 //
@@ -82,6 +83,9 @@ func middleware(l adapter.Limiter) fiber.Handler {
 			if a, ok := lastAddress(c, header); ok {
 				peer, forwarded = adapter.PeerString(a), true
 			}
+		} else if frameworkIP && !ok && header != "" {
+			l.WarnFrameworkIP(c.UserContext(), c.Route().Path, "Fiber's ProxyHeader is a chain (X-Forwarded-For or Forwarded), and c.IP() takes its leftmost entry, which the client writes",
+				"core.WithTrustedProxies with your proxies' ranges instead of this option: it walks the chain from the right")
 		}
 		v := l.Check(c.UserContext(), adapter.Input{Route: c.Route().Path, Peer: peer, Forwarded: forwarded, Request: request{c}}, (*header)(&c.Response().Header))
 		if v.Allowed {
