@@ -96,10 +96,12 @@ func middleware(l adapter.Limiter) gin.HandlerFunc {
 		}
 		c.Abort()
 		if deny != nil && adapter.Denies(v) {
+			// One that neither wrote nor set a status would leave Gin to send the status
+			// it holds, 200, or 404 and 405 on a path with no route (set before the
+			// handlers run): the refusal is then the default one.
+			status := c.Writer.Status()
 			deny(c, v.Decision)
-			// One that neither wrote nor set a status would leave Gin to send 200: the
-			// refusal is then the default one.
-			if c.Writer.Written() || c.Writer.Status() != http.StatusOK {
+			if c.Writer.Written() || c.Writer.Status() != status {
 				return
 			}
 		}

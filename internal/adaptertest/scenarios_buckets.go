@@ -26,6 +26,17 @@ func notFound(path string) Step {
 
 var bucketScenarios = []Scenario{
 	{
+		// A refusal on a path with no route, by an app-wide limit whose deny function
+		// writes nothing, gets the default refusal as on a route: not the framework's 404,
+		// which would tell the client it was not refused.
+		Name: "custom-deny-that-writes-nothing-on-an-unmatched-path-leaves-the-default-refusal",
+		App: func(_ Traits, a Adapter, _ *Probe) App {
+			return App{Use: []Limit{perMinute(1, a.WithDenyHandler(0, ""))}, Routes: []Route{{Path: "/a"}}}
+		},
+		Steps: fixed(notFound("/x"), Step{Request: Request{Path: "/x"}, Status: 429, Body: "Too Many Requests\n",
+			Header: map[string]string{"X-Wait": "60", "Retry-After": "60"}}),
+	},
+	{
 		// A request that matches no route has no pattern to key by. Keyed by its path, a
 		// client would mint a bucket (and a store entry) per path it makes up; all of them
 		// share one bucket per client instead.
