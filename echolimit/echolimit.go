@@ -114,8 +114,14 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 	}
 	if m.deny != nil && adapter.Denies(v) {
 		// One that neither wrote nor returned an error would leave Echo to send 200: the
-		// refusal is then the default one.
-		if err := m.deny(c, v.Decision); err != nil || c.Response().Committed {
+		// refusal is then the default one. What it writes to the http.ResponseWriter
+		// itself, or a hijack, Echo does not see as committed: the limit's writer does.
+		resp := c.Response()
+		w := &adapter.StatusWriter{ResponseWriter: resp.Writer}
+		resp.Writer = w.Wrap()
+		err := m.deny(c, v.Decision)
+		resp.Writer = w.ResponseWriter
+		if written, hijacked := w.Written(); err != nil || resp.Committed || written != 0 || hijacked {
 			return err
 		}
 	}
