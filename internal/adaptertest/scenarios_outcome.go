@@ -66,6 +66,25 @@ func repeat(n int, s ...string) []string {
 
 var outcomeScenarios = []Scenario{
 	{
+		// A path with no route is answered by the framework (404) after an app-wide limit
+		// has run: a limit counting successes gives that slot back, one counting failures
+		// keeps it, on every path a client makes up.
+		Name: "count-when-settles-unmatched-paths-by-their-404",
+		App: func(_ Traits, _ Adapter, p *Probe) App {
+			return App{Use: []Limit{
+				perMinute(2, core.WithCountWhen(core.Succeeded), core.WithScope("served"), p.Observer()),
+				perMinute(2, core.WithCountWhen(core.Failed), core.WithScope("failed"), p.Observer()),
+			}, Routes: []Route{{Path: "/a"}}}
+		},
+		Steps: fixed(
+			notFound("/x0"), notFound("/x1"),
+			Step{Request: Request{Path: "/x2"}, Status: 429, Header: map[string]string{"Retry-After": "60"}},
+		),
+		Check: outcomes("2/1m admitted", "2/1m admitted", "2/1m released",
+			"2/1m admitted", "2/1m admitted", "2/1m released",
+			"2/1m admitted", "2/1m refused", "2/1m released"),
+	},
+	{
 		// Login protection: only failures count. The fields are written before the handler
 		// runs, so each response shows its own slot taken; a success gives it back, and the
 		// next response shows the same remaining again.
