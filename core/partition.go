@@ -11,7 +11,7 @@ import (
 )
 
 // WithPartitionKey adds the draft's pk, telling a client's quotas apart, to each
-// RateLimit-Policy member: 12 bytes of an HMAC-SHA256 of its key, never the key. secret
+// RateLimit-Policy member and to the RateLimit member: 12 bytes of an HMAC-SHA256 of its key, never the key. secret
 // must be 16 random bytes or more, the same in every instance.
 func WithPartitionKey(secret string) Option {
 	return func(c *config) error {
@@ -44,7 +44,7 @@ func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
 	for i, r := range l.policy.rates {
 		items[i] = policyItem(names[i], r) + pk
 	}
-	policy, field := strings.Join(items, ", "), l.rateLimitField(d, names)
+	policy, field := strings.Join(items, ", "), l.rateLimitField(d, names)+pk
 	if len(lines) > 0 {
 		a.Add(hook.HeaderRateLimitPolicy, policy)
 		a.Add(hook.HeaderRateLimit, field)

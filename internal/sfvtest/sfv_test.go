@@ -4,6 +4,7 @@
 package sfvtest
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -174,6 +175,15 @@ func TestPartitionKey(t *testing.T) {
 		}
 		v, _ := list[0].(httpsfv.Item).Params.Get("pk")
 		b, _ := v.([]byte)
+		// The draft gives the RateLimit member the same pk: whose remaining quota it is.
+		state, err := httpsfv.UnmarshalList(w.Header().Values("RateLimit"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ = state[0].(httpsfv.Item).Params.Get("pk")
+		if got, _ := v.([]byte); !bytes.Equal(got, b) {
+			t.Fatalf("RateLimit %q: pk %x, want RateLimit-Policy's %x", w.Header().Values("RateLimit"), got, b)
+		}
 		return b
 	}
 	a1, a2, b := pk("192.0.2.1:1000"), pk("192.0.2.1:2000"), pk("192.0.2.2:1000")
