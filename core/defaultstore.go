@@ -40,11 +40,15 @@ func SetDefaultStore(s Store) error {
 	return nil
 }
 
-// checkStore refuses a store that is nil, also as a nil pointer of a store type, which
-// would pass registration and then fail every request outside any fail mode.
+// checkStore refuses a store that is nil, also as a nil pointer of a store type, or a
+// MemoryStore not made by NewMemoryStore (without a clock), which would pass registration
+// and then fail every request outside any fail mode.
 func checkStore(fn string, s Store) error {
 	if s == nil {
 		return fmt.Errorf("%s(nil): a store is required", fn)
+	}
+	if m, ok := s.(*MemoryStore); ok && m != nil && m.now == nil {
+		return fmt.Errorf("%s(%T) not made by core.NewMemoryStore: create it with core.NewMemoryStore(nil)", fn, s)
 	}
 	switch v := reflect.ValueOf(s); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
