@@ -163,7 +163,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		s.direct = c.Options().ContextTimeoutEnabled
 	}
 	for _, o := range opts {
-		o(s)
+		if o != nil { // as a nil core.Option is to a limit: no option
+			o(s)
+		}
 	}
 	if _, ok := client.(*redis.ClusterClient); !ok {
 		// A Cluster client's own hooks never see a dial: its nodes' clients dial.
@@ -181,7 +183,12 @@ func (s *Store) Key(p *core.Policy, scope, key string) string {
 	return s.keyName(h)
 }
 
-var errNilPolicy = errors.New("redisstore: query has no policy")
+var (
+	errNilPolicy = errors.New("redisstore: query has no policy")
+	// A Store not made by New has no client: it would fail on its zero deadline, which
+	// reads as a slow Redis.
+	errNotMade = errors.New("redisstore: the Store was not made by redisstore.New")
+)
 
 // bucket returns q's plan and its key's hash. Length prefixes keep ("/a", "b") and ("/ab",
 // "") apart; SHA-256 rather than a seeded hash because every process must derive the same
@@ -189,6 +196,9 @@ var errNilPolicy = errors.New("redisstore: query has no policy")
 func (s *Store) bucket(q core.Query) (*plan, [16]byte, error) {
 	if q.Policy == nil {
 		return nil, [16]byte{}, errNilPolicy
+	}
+	if s.client == nil {
+		return nil, [16]byte{}, errNotMade
 	}
 	pl, ok := s.plans.Load(q.Policy)
 	if !ok {
