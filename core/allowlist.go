@@ -17,6 +17,9 @@ func WithAllowList(prefixes ...string) Option {
 			if err != nil {
 				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
 			}
+			if p.Bits() == 0 {
+				return fmt.Errorf("WithAllowList(%q): exempts every client of its address family; to limit no one, leave the limit out", s)
+			}
 			c.allow = append(c.allow, p)
 		}
 		return nil

@@ -221,6 +221,10 @@ func WithTrustedProxies(cidrs ...string) Option {
 			if err != nil {
 				return fmt.Errorf("WithTrustedProxies: %w", err)
 			}
+			if p.Bits() == 0 {
+				// Every hop trusted, the client's own leftmost entry would be its key.
+				return fmt.Errorf("WithTrustedProxies(%q): trusts every address, so each client names itself in the forwarded header, a new bucket per request; name your proxies' addresses", s)
+			}
 			c.trusted = append(c.trusted, p)
 		}
 		return nil
