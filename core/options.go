@@ -75,15 +75,16 @@ func WithKey(key KeyFunc) Option {
 }
 
 // KeyByHeader keys requests by a request header, such as an API token checked before the
-// limit: each value a client makes up gets a quota of its own. Without a name, every
-// request's key is an error, which the limit reports (keying the request by its client's
-// IP instead), rather than a key that is never there.
+// limit: each value a client makes up gets a quota of its own. Without a name, or with
+// one no header can have, every request's key is an error, which the limit reports
+// (keying the request by its client's IP instead), rather than a key that is never there.
 func KeyByHeader(name string) KeyFunc {
-	if strings.TrimSpace(name) == "" {
-		err := fmt.Errorf("KeyByHeader(%q): a header name is required", name)
+	field := strings.TrimSpace(name)
+	if !isFieldName(field) {
+		err := fmt.Errorf("KeyByHeader(%q): a header name is required (letters, digits and !#$%%&'*+-.^_`|~ only), such as \"X-Api-Key\"", name)
 		return func(Request) (string, error) { return "", err }
 	}
-	return func(r Request) (string, error) { return r.Header(name), nil }
+	return func(r Request) (string, error) { return r.Header(field), nil }
 }
 
 // WithScope names the buckets' scope instead of the route: limits of one scope and policy
