@@ -1,13 +1,19 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 )
 
 // KeyByValue keys requests by a value stored on them (Request.Value); one fmt prints
-// anew each time (holding a pointer) is an error: keyed by IP.
+// anew each time (holding a pointer) is an error: keyed by IP. Without a key, every
+// request's key is an error, as for KeyByHeader without a name.
 func KeyByValue(key any) KeyFunc {
+	if key == nil {
+		err := errors.New("KeyByValue(nil): a key is required, the one your code stores the value under")
+		return func(Request) (string, error) { return "", err }
+	}
 	return func(r Request) (string, error) {
 		v := r.Value(key)
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
