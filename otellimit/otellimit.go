@@ -18,6 +18,7 @@ package otellimit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/metrics"
 )
 
@@ -170,6 +172,10 @@ func (m *Metrics) collect(_ context.Context, o metric.Observer) error {
 // given to. Each call's option remembers the series its limit last used, which saves a
 // lookup per decision; give each limit an Option of its own.
 func (m *Metrics) Option() core.Option {
+	if m == nil {
+		// Refused where the limit is registered, not by a nil dereference in every request.
+		return adapter.Refuse(errors.New("otellimit: the Option of a nil *Metrics: make it with otellimit.New"))
+	}
 	var last atomic.Pointer[series]
 	return core.WithObserver(func(e core.Event) { m.observe(&last, &e) })
 }

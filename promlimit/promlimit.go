@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reqlimit/reqlimit/core"
+	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/metrics"
 )
 
@@ -154,6 +155,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // given to. Each call's option remembers the series its limit last used, which saves a
 // lookup per decision; give each limit an Option of its own.
 func (m *Metrics) Option() core.Option {
+	if m == nil {
+		// Refused where the limit is registered, not by a nil dereference in every request.
+		return adapter.Refuse(errors.New("promlimit: the Option of a nil *Metrics: make it with promlimit.New"))
+	}
 	var last atomic.Pointer[series]
 	return core.WithObserver(func(e core.Event) { m.observe(&last, &e) })
 }
