@@ -153,13 +153,20 @@ func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 func (q *queue) explain(err error, budget time.Duration) error {
 	f := q.unreachable.Load()
 	_, own := errors.AsType[*net.OpError](err) // a network cause of its own
-	if f == nil || own || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
-		return err
+	late := errors.Is(err, context.DeadlineExceeded)
+	if budget >= time.Millisecond {
+		budget = budget.Round(time.Millisecond)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		if budget >= time.Millisecond {
-			budget = budget.Round(time.Millisecond)
-		}
+	switch {
+	case own || !late && !errors.Is(err, context.Canceled):
+		return err
+	case f == nil && late:
+		// Named, so that a timeout no answer can meet (WithTimeout(100), nanoseconds) reads
+		// as what it is, not as a slow Redis.
+		return fmt.Errorf("no answer within the %v deadline (WithTimeout, or the caller's if earlier): %w", budget, err)
+	case f == nil:
+		return err
+	case late:
 		return fmt.Errorf("%w (gave up at the %v deadline: %w)", f.err, budget, err)
 	}
 	return fmt.Errorf("%w (gave up: %w)", f.err, err)
@@ -258,7 +265,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		q.refused(err)
 	}
 	deadline, _ := ctx.Deadline()
-	return v, q.explain(err, deadline.Sub(start))
+	return v, q.explain(err, min(deadline.Sub(start), s.timeout))
 }
 
 // fly sends q's waiting calls, batch after batch, until none is left; its starter took
