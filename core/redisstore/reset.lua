@@ -11,7 +11,7 @@
 -- Returns  1 if the key held grants (else 0), then zeros (the decision scripts' reply shape).
 local unpack, pack, call = struct.unpack, struct.pack, redis.call
 local useTime, now, px = unpack('<i8i8i8', ARGV[1])
-local _, _, L, RING, _, LAST = unpack('<i8i8i8i8i8i8', ARGV[2])
+local _, _, L, RING, fixed, LAST = unpack('<i8i8i8i8i8i8', ARGV[2])
 if useTime == 1 then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
@@ -20,16 +20,24 @@ end
 local s = call('GET', KEYS[1])
 if not s then return pack('<i8i8i8i8i8i8i8i8', 0, 0, 0, 0, 0, 0, 0, 0) end
 call('DEL', KEYS[1])
+-- A value not in the layout (a foreign one) holds no grant either: every decision reads it
+-- as empty, and its bytes are no time to fence at. The checks are release.lua's.
+local len, w = #s, 0
+local n = (len - RING) / 7
+if len >= 2 then w = unpack('<I2', s) end
+if len < RING or n % 1 ~= 0 or n > L or (fixed == 1 and (n ~= L or (w >= L and w ~= 0)))
+  or (fixed == 0 and not ((n < L and w == n) or (n == L and w < L))) then
+  return pack('<i8i8i8i8i8i8i8i8', 0, 0, 0, 0, 0, 0, 0, 0)
+end
 -- A grant is recorded at the key's own clock, held forward to its latest decision (LAST)
 -- or its newest grant (the ring's most recent entry, in slot w - 1), which is later than
 -- TIME after the server's clock stepped back: the fence is the latest of the three, and
 -- of the fence a former reset left, so that it never moves back.
-local len, newest = #s, 0
+local newest = 0
 if LAST > 0 then
   if len >= LAST + 7 then newest = unpack('<i8', s, LAST) end
-elseif len > RING and (len - RING) % 7 == 0 then
-  local n = (len - RING) / 7
-  newest = unpack('<i7', s, RING + 1 + ((unpack('<I2', s) - 1) % n) * 7)
+elseif n > 0 then
+  newest = unpack('<i7', s, RING + 1 + ((w - 1) % n) * 7)
 end
 if newest > now then now = newest end
 local old = call('GET', KEYS[2])

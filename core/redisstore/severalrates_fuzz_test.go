@@ -23,14 +23,15 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// randPolicy returns a policy of 2-4 rates, all exact (kind 0) or all bounded (kind 1),
+// randPolicy returns a policy of 2-4 rates, all exact (kind 0), all bounded (kind 1) or
+// each either (kind 2, which bounded.lua decides with its ring of the exact rates' grants),
 // with periods in whole 100 µs (mult100) or never so.
 func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 	n := 2 + rng.IntN(3)
 	var rates []core.Rate
 	for range n {
 		var c int
-		if kind == 0 {
+		if kind == 0 || kind == 2 && rng.IntN(2) == 0 {
 			switch rng.IntN(4) {
 			case 0:
 				c = 1 + rng.IntN(4)
@@ -60,6 +61,12 @@ func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 		}
 		rates = append(rates, core.Rate{Count: c, Period: time.Duration(us) * time.Microsecond})
 	}
+	if kind == 2 && exact(rates[0]) == exact(rates[1]) { // at least one of each
+		rates[1].Count = 1 + rng.IntN(256)
+		if exact(rates[0]) {
+			rates[1].Count = 257 + rng.IntN(3000)
+		}
+	}
 	if rng.IntN(5) == 0 { // a duplicate period
 		rates[1].Period = rates[0].Period
 	}
@@ -70,6 +77,8 @@ func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 // and sequences (bursts, jumps of 99-101 granules, steps back, costs up to the smallest
 // count, Penalty and Peek, three keys, foreign values planted under a key) beside the
 // engine (core's memory store on the same clock), and wants the same decision every time.
+// Policies are all exact, all bounded, or mixed ("3/1s,2000000/1h"); between decisions it
+// gives back some of a key's grants (the ring may have overwritten them) and resets keys.
 // Written in review; its first run found a RetryAfter bug. The defaults keep CI short; a
 // long run:
 //
@@ -88,7 +97,7 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 	noFreshPeek := os.Getenv("REQLIMIT_FUZZ_FRESHPEEK") == ""
 	c := newClient(t, standalone)
 	for seed := range seeds {
-		for kind := range 2 {
+		for kind := range 3 {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(kind)+uint64(envInt("REQLIMIT_FUZZ_SALT", 0))))
 			p := randPolicy(rng, kind, mult100)
 			t.Run(fmt.Sprintf("%d/%s", seed, p), func(t *testing.T) {
@@ -109,10 +118,18 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 				// on both sides alone.
 				engines := map[string]*core.MemoryStore{}
 				touched := map[string]bool{}
+				type grant struct {
+					us   int64 // the grant's time, as the store replied
+					cost int
+				}
+				grants := map[string][]grant{} // each key's admitted Enforce grants
+				hist := map[string][]string{}  // each key's steps, logged on a failure
 				for _, k := range keys {
 					engines[k] = newEngine(clock)
 				}
 				burst := false
+				var notBefore time.Time // see Reset below
+				latest := int64(0)      // the latest clock reading, in µs
 				for step := range steps {
 					if rng.IntN(200) == 0 {
 						burst = !burst
@@ -141,7 +158,11 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						adv = 0
 					}
 					adv = adv / time.Microsecond * time.Microsecond
+					if floor := clock.Now().Add(adv); floor.Before(notBefore) {
+						adv = notBefore.Sub(clock.Now())
+					}
 					now := clock.Advance(adv)
+					latest = max(latest, now.UnixMicro())
 					key := keys[rng.IntN(len(keys))]
 					cost := 1
 					switch rng.IntN(6) {
@@ -173,11 +194,50 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						}
 						engines[key] = newEngine(clock)
 						touched[key] = false
+						grants[key] = nil
+						hist[key] = append(hist[key], fmt.Sprintf("step %d: a foreign value of %d bytes", step, len(v)))
 						if noFreshPeek && mode == core.Peek {
 							mode = core.Enforce
 						}
 					}
 					eng := engines[key]
+					if gs := grants[key]; len(gs) > 0 && rng.IntN(12) == 0 {
+						// A give-back of one of the key's recent grants, which the ring
+						// may have overwritten or a reset forgotten.
+						i := len(gs) - 1 - rng.IntN(min(len(gs), 20))
+						g := gs[i]
+						grants[key] = append(gs[:i], gs[i+1:]...)
+						rq := core.Query{Policy: p, Key: key, Cost: g.cost}
+						hist[key] = append(hist[key], fmt.Sprintf("step %d: release %d cost %d", step, g.us, g.cost))
+						if err := eng.Release(context.Background(), rq, g.us*1000); err != nil {
+							t.Fatal(err)
+						}
+						if err := store.Release(context.Background(), rq, g.us); err != nil {
+							t.Fatalf("step %d: %v", step, err)
+						}
+					}
+					if rng.IntN(150) == 0 {
+						rq := core.Query{Policy: p, Key: key}
+						hist[key] = append(hist[key], fmt.Sprintf("step %d: reset at %d", step, clock.Now().UnixMicro()))
+						if err := eng.Reset(context.Background(), rq); err != nil {
+							t.Fatal(err)
+						}
+						if err := store.Reset(context.Background(), rq); err != nil {
+							t.Fatalf("step %d: %v", step, err)
+						}
+						// The memory store records the grants after a reset later than the
+						// latest time it forgot, so that Release tells them apart; a script
+						// records at the time it is given, and cannot give back a grant
+						// recorded no later than the reset's fence (stricter). The clock
+						// stays after every time recorded so far, where the two agree.
+						notBefore = time.UnixMicro(latest + 1)
+						now = clock.Advance(notBefore.Sub(clock.Now()))
+						latest = now.UnixMicro()
+						touched[key] = false
+						if noFreshPeek && mode == core.Peek {
+							mode = core.Enforce
+						}
+					}
 					q := core.Query{Policy: p, Key: key, Cost: cost, Mode: mode}
 					want, err := eng.Decide(context.Background(), q)
 					if err != nil {
@@ -189,10 +249,20 @@ func TestSeveralRatesAgainstEngine(t *testing.T) {
 						t.Fatalf("step %d: %v", step, err)
 					}
 					if want.Allowed && got.Grant*1000 != want.Grant && mode != core.Peek {
+						for _, h := range hist[key][max(0, len(hist[key])-30):] {
+							t.Log(h)
+						}
 						t.Fatalf("step %d: the store's grant is at %d µs, the engine's at %d ns", step, got.Grant, want.Grant)
 					}
+					if got.Allowed && mode == core.Enforce {
+						grants[key] = append(grants[key], grant{got.Grant, max(cost, 1)})
+					}
+					hist[key] = append(hist[key], fmt.Sprintf("step %d: %d cost %d mode %v: %+v", step, now.UnixMicro(), cost, mode, got))
 					got.Grant, want.Grant = 0, 0 // microseconds against nanoseconds
 					if got != want {
+						for _, h := range hist[key][max(0, len(hist[key])-30):] {
+							t.Log(h)
+						}
 						v, _ := c.Get(context.Background(), store.Key(p, "", key)).Bytes()
 						dumpValue(t, p, v)
 						t.Fatalf("step %d (t+%v, adv %v, key %s, cost %d, %v):\n got %+v\nwant %+v", step, now.Sub(start), adv, key, cost, mode, got, want)
