@@ -69,6 +69,9 @@ func randPolicy(rng *rand.Rand, kind int, mult100 bool) *core.Policy {
 	}
 	if rng.IntN(5) == 0 { // a duplicate period
 		rates[1].Period = rates[0].Period
+		if rates[1].Count == rates[0].Count { // not a duplicate rate, of the same kind
+			rates[1].Count += map[bool]int{true: -1, false: 1}[exact(rates[1]) && rates[1].Count > 1]
+		}
 	}
 	return mustPolicy(rates...)
 }
