@@ -327,18 +327,35 @@ func (s *Store) send(down context.Context, batch []*call) {
 		}
 		ctx, cancel := context.WithDeadline(base, deadline)
 		stop := context.AfterFunc(down, cancel)
-		var wg sync.WaitGroup
-		for _, tx := range txs {
-			wg.Go(func() { s.exec(ctx, s.client.TxPipeline, tx) })
+		for {
+			var wg sync.WaitGroup
+			for _, tx := range txs {
+				wg.Go(func() { s.exec(ctx, s.client.TxPipeline, tx) })
+			}
+			switch len(live) {
+			case 0:
+			case 1: // alone, as a single command
+				live[0].v, live[0].err = replyOf(live[0].script.Run(ctx, s.client, live[0].keys, live[0].args...))
+			default:
+				s.exec(ctx, s.client.Pipeline, live)
+			}
+			wg.Wait()
+			// A Cluster refuses a script whose slot is moving between masters: TRYAGAIN
+			// while the slot's keys are on both (a release or a reset reads two), or a MOVED
+			// that outlasted go-redis's own redirections. It ran nothing, and the move ends
+			// soon: it goes again after a pause, while its caller waits.
+			live = moving(live)
+			n := len(live)
+			for tag, tx := range txs {
+				if txs[tag] = moving(tx); len(txs[tag]) == 0 {
+					delete(txs, tag)
+				}
+				n += len(txs[tag])
+			}
+			if n == 0 || sleep(ctx, movingPause) != nil {
+				break
+			}
 		}
-		switch len(live) {
-		case 0:
-		case 1: // alone, as a single command
-			live[0].v, live[0].err = replyOf(live[0].script.Run(ctx, s.client, live[0].keys, live[0].args...))
-		default:
-			s.exec(ctx, s.client.Pipeline, live)
-		}
-		wg.Wait()
 		stop()
 		cancel()
 	}
@@ -371,6 +388,34 @@ func (s *Store) exec(ctx context.Context, pipe func() redis.Pipeliner, calls []*
 			cmds[i] = c.script.Run(ctx, s.client, c.keys, c.args...)
 		}
 		c.v, c.err = replyOf(cmds[i])
+	}
+}
+
+// moving returns the calls a Cluster refused because their slot was moving (see send)
+// whose callers still wait.
+func moving(calls []*call) []*call {
+	var again []*call
+	for _, c := range calls {
+		if (hasPrefix(c.err, "TRYAGAIN ") || hasPrefix(c.err, "MOVED ") || hasPrefix(c.err, "ASK ")) && waited(c) {
+			again = append(again, c)
+		}
+	}
+	return again
+}
+
+// movingPause is how long a script refused for a moving slot waits to be sent again: long
+// enough not to spin against the server, short beside a store's deadline.
+const movingPause = 10 * time.Millisecond
+
+// sleep waits d, or less if ctx ends first, and returns ctx's error then.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
