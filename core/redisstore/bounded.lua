@@ -20,9 +20,7 @@
 -- Returns  eight packed i8: allowed (0/1), the reported rate's index, remaining, retry,
 --          reset, full reset, the longest wait (microseconds), the grant's time.
 --
--- Redis's Lua interprets every global lookup, table index and call, so library functions
--- are held in locals, and the script makes no table and, for bounded rates alone, no
--- closure.
+-- As exact.lua does, and for the same reason, it holds library functions in locals.
 local unpack, pack, call, rep, floor = struct.unpack, struct.pack, redis.call, string.rep, math.floor
 local arg, key = ARGV[1], KEYS[1]
 local useTime, now, cost, mode, expire, L, nr, nb, NB, RING = unpack('<i8i8i8i8i8i8i8i8i8i8', arg)

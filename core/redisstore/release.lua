@@ -30,13 +30,9 @@ if fence and #fence == 8 and at <= unpack('<i8', fence) then return none end
 -- Anything malformed (a foreign value under our key) is left alone.
 local len, w = #s, 0
 local n = (len - RING) / 7 -- the ring's grants (or slots)
-if len < RING or n % 1 ~= 0 or n > L then return none end
-if L > 0 then w = unpack('<I2', s) end
-if fixed == 1 then
-  if n ~= L or (w >= L and w ~= 0) then return none end
-elseif not ((n < L and w == n) or (n == L and w < L)) then
-  return none
-end
+if L > 0 and len >= 2 then w = unpack('<I2', s) end
+if len < RING or n % 1 ~= 0 or n > L or (fixed == 1 and (n ~= L or (w >= L and w ~= 0)))
+  or (fixed == 0 and not ((n < L and w == n) or (n == L and w < L))) then return none end
 
 local given = 0
 -- Bounded rates: the grant's units leave the bucket of its time, if the window still

@@ -22,8 +22,7 @@ if not s then return pack('<i8i8i8i8i8i8i8i8', 0, 0, 0, 0, 0, 0, 0, 0) end
 call('DEL', KEYS[1])
 -- A value not in the layout (a foreign one) holds no grant either: every decision reads it
 -- as empty, and its bytes are no time to fence at. The checks are release.lua's.
-local len, w = #s, 0
-local n = (len - RING) / 7
+local len, n, w = #s, (#s - RING) / 7, 0
 if len >= 2 then w = unpack('<I2', s) end
 if len < RING or n % 1 ~= 0 or n > L or (fixed == 1 and (n ~= L or (w >= L and w ~= 0)))
   or (fixed == 0 and not ((n < L and w == n) or (n == L and w < L))) then
