@@ -11,8 +11,8 @@ import (
 )
 
 // WithPartitionKey adds the draft's pk, telling a client's quotas apart, to each
-// RateLimit-Policy member and to the RateLimit member: 12 bytes of an HMAC-SHA256 of its key, never the key. secret
-// must be 16 random bytes or more, the same in every instance.
+// RateLimit-Policy member and to the RateLimit member: 12 bytes of an HMAC-SHA256 of its
+// key, never the key. secret must be 16 random bytes or more, the same in every instance.
 func WithPartitionKey(secret string) Option {
 	return func(c *config) error {
 		if len(secret) < 16 {

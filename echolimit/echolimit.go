@@ -10,11 +10,11 @@
 //
 // The client IP is the peer's, unless core.WithClientIPFromFramework says to take
 // c.RealIP(), from the application's Echo#IPExtractor. With no IPExtractor set the peer's
-// IP is used even then, and the limit warns once: RealIP would believe X-Forwarded-For
-// and X-Real-IP from any client. Echo's extractors trust every private, loopback and link-local peer unless told
-// otherwise, so an application opts in once its extractor trusts only its proxies.
-// Refused requests get 429 with Retry-After; every response carries the IETF RateLimit and
-// RateLimit-Policy fields.
+// IP is used even then, and the limit warns once: RealIP would believe X-Forwarded-For and
+// X-Real-IP from any client. Echo's extractors trust every private, loopback and link-local
+// peer unless told otherwise, so an application opts in once its extractor trusts only its
+// proxies. Refused requests get 429 with Retry-After; every response carries the IETF
+// RateLimit and RateLimit-Policy fields.
 //
 // A limit that counts by outcome (core.WithCountWhen) takes the response's status once
 // the handlers after it have returned: the status written, or 200 when nothing was. When

@@ -13,12 +13,12 @@
 //
 // The client IP is the peer's, unless core.WithClientIPFromFramework says to take
 // c.RealIP(), from the application's Echo#IPExtractor. Even then, an IPExtractor that is
-// echo.LegacyIPExtractor() is not followed: it believes X-Forwarded-For and X-Real-IP
-// from any client, so every client could pick its own bucket; the peer's IP is used
-// instead, and the limit warns once. Echo's other extractors trust every private, loopback and link-local peer
-// unless told otherwise, so an application opts in once its extractor trusts only its
-// proxies. Refused requests get 429 with Retry-After; every response carries the IETF
-// RateLimit and RateLimit-Policy fields.
+// echo.LegacyIPExtractor() is not followed: it believes X-Forwarded-For and X-Real-IP from
+// any client, so every client could pick its own bucket; the peer's IP is used instead, and
+// the limit warns once. Echo's other extractors trust every private, loopback and
+// link-local peer unless told otherwise, so an application opts in once its extractor
+// trusts only its proxies. Refused requests get 429 with Retry-After; every response
+// carries the IETF RateLimit and RateLimit-Policy fields.
 //
 // A limit that counts by outcome (core.WithCountWhen) takes the response's status once
 // the handlers after it have returned: the status written through the writer they get
