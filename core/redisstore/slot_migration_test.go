@@ -21,12 +21,8 @@ import (
 // admits exactly the count within the window: one more would be a decision made on a
 // fresh key at the new master, one fewer a grant recorded twice or lost in a redirection.
 func TestKeyMovingSlotsMidRunKeepsItsGrants(t *testing.T) {
-	needRedis(t)
-	nodes := redistest.Cluster(t, 3)
+	nodes, cc, s := migrationCluster(t)
 	ctx := context.Background()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { cc.Close() })
-	s := redisstore.New(cc, roomy, redisstore.WithDenyCache(false))
 	p := mustParse("200/1h")
 	q := core.Query{Policy: p, Key: "alice"}
 	key := s.Key(p, "", "alice")
@@ -102,12 +98,8 @@ func TestReleaseDuringASlotMigrationWaitsForTheKeysToMove(t *testing.T) {
 		{"reset", func(s *redisstore.Store, q core.Query, _ int64) error { return s.Reset(context.Background(), q) }, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			needRedis(t)
-			nodes := redistest.Cluster(t, 3)
+			nodes, cc, s := migrationCluster(t)
 			ctx := context.Background()
-			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
-			t.Cleanup(func() { cc.Close() })
-			s := redisstore.New(cc, roomy, redisstore.WithDenyCache(false))
 			p := mustParse("5/1h")
 			q := core.Query{Policy: p, Key: "alice"}
 			key := s.Key(p, "", "alice")
@@ -149,6 +141,17 @@ func TestReleaseDuringASlotMigrationWaitsForTheKeysToMove(t *testing.T) {
 			}
 		})
 	}
+}
+
+// migrationCluster starts a 3-master cluster and a store on it without the deny cache, so
+// that every decision reaches the key wherever its slot is.
+func migrationCluster(t *testing.T) ([]*redistest.Server, *redis.ClusterClient, *redisstore.Store) {
+	t.Helper()
+	needRedis(t)
+	nodes := redistest.Cluster(t, 3)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(nodes), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { cc.Close() })
+	return nodes, cc, redisstore.New(cc, roomy, redisstore.WithDenyCache(false))
 }
 
 // migrating starts moving key's slot from its master to another (CLUSTER SETSLOT
