@@ -18,14 +18,12 @@ import (
 
 // Decisions made at the same moment share round trips. Each server (each master, in a
 // Cluster) has a queue and at most flights goroutines sending it: a call joins the queue,
-// starting a flight if fewer are out, and a flight sends what waits (up to maxBatch calls)
-// as one pipeline, again until the queue is empty. Each decision is still its own script
-// call; the pipeline saves a write, a read and a wake-up per decision on both sides, most
-// of what a short script costs. A caller waits for its answer, its deadline or its
-// context, whichever comes first, so a slow server never holds it past its deadline.
+// starting a flight if fewer are out, and a flight sends what waits, up to maxBatch script
+// calls, as one pipeline, until the queue is empty. The pipeline saves each decision a
+// write, a read and a wake-up on both sides. A caller stops waiting at its deadline.
 
-// DefaultFlights is the number of sends a Store keeps on the wire to each server at once
-// unless WithFlights says otherwise.
+// DefaultFlights is how many sends a Store keeps on the wire to each server at once unless
+// WithFlights says otherwise.
 const DefaultFlights = 4
 
 // maxBatch bounds a pipeline, so that one flight's latency stays short.
@@ -146,20 +144,20 @@ func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
-// explain adds to a context error the cause go-redis did not report: it retries a failed
-// connection until the context is done and returns only the context's error, so an
-// operator would read "deadline exceeded" where Redis is unreachable. Both errors stay in
-// the chain, so errors.Is still finds the context's.
+// explain adds to a context error the connection's error: go-redis redials until the
+// context is done and reports only the context's error, which reads as a slow Redis where
+// Redis is unreachable. errors.Is still finds the context's error.
 func (q *queue) explain(err error, budget time.Duration) error {
-	f := q.unreachable.Load()
-	_, own := errors.AsType[*net.OpError](err) // a network cause of its own
 	late := errors.Is(err, context.DeadlineExceeded)
+	_, own := errors.AsType[*net.OpError](err) // a network cause of its own
+	if own || !late && !errors.Is(err, context.Canceled) {
+		return err
+	}
 	if budget >= time.Millisecond {
 		budget = budget.Round(time.Millisecond)
 	}
+	f := q.unreachable.Load()
 	switch {
-	case own || !late && !errors.Is(err, context.Canceled):
-		return err
 	case f == nil && late:
 		// Named, so that a timeout no answer can meet (WithTimeout(100), nanoseconds) reads
 		// as what it is, not as a slow Redis.
@@ -213,8 +211,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	probe, err := q.shut(start, s.pause)
 	free := err == nil && q.flying < s.flights
 	// A caller that finds a flight free and nobody waiting sends its call itself, with no
-	// goroutine to wake (hot-exact100-1goroutine in docs/bench/redis), if the client holds
-	// its deadline on the socket.
+	// goroutine to wake, if the client holds its deadline on the socket.
 	self := free && s.direct && len(q.waiting) == 0
 	if free {
 		q.flying++
@@ -291,12 +288,10 @@ func (s *Store) fly(q *queue) {
 // only then, or it could record a grant nobody receives.
 func waited(c *call) bool { return c.ctx.Err() == nil && c.down.Err() == nil }
 
-// send runs a batch to its server, stopping at the refusal down, and answers each call.
-// Calls whose callers have gone are not sent. The others go in one pipeline, but releases
-// go in MULTI/EXEC beside it: go-redis may send a pipeline again after a failed read,
-// though the server ran it, but a transaction only when its EXEC cannot have run. The
-// pipeline serves several callers, so it has the latest of their deadlines; each caller
-// still stops waiting at its own.
+// send answers each call of batch, stopping at the refusal down. Calls whose callers have
+// gone are not sent; the others go in one pipeline, with the latest of their deadlines, but
+// releases in MULTI/EXEC beside it: go-redis may send a pipeline again after a failed read,
+// though the server ran it, but a transaction only when its EXEC cannot have run.
 func (s *Store) send(down context.Context, batch []*call) {
 	var live []*call
 	txs := map[string][]*call{}
@@ -314,7 +309,7 @@ func (s *Store) send(down context.Context, batch []*call) {
 		if cluster {
 			tag = c.keys[0]
 		}
-		if c.script == releaseScript { // run twice, it would give back a second grant
+		if c.script == releaseScript {
 			txs[tag] = append(txs[tag], c)
 		} else {
 			live = append(live, c)
@@ -327,35 +322,12 @@ func (s *Store) send(down context.Context, batch []*call) {
 		}
 		ctx, cancel := context.WithDeadline(base, deadline)
 		stop := context.AfterFunc(down, cancel)
-		for {
-			var wg sync.WaitGroup
-			for _, tx := range txs {
-				wg.Go(func() { s.exec(ctx, s.client.TxPipeline, tx) })
-			}
-			switch len(live) {
-			case 0:
-			case 1: // alone, as a single command
-				live[0].v, live[0].err = replyOf(live[0].script.Run(ctx, s.client, live[0].keys, live[0].args...))
-			default:
-				s.exec(ctx, s.client.Pipeline, live)
-			}
-			wg.Wait()
-			// A Cluster refuses a script whose slot is moving between masters: TRYAGAIN
-			// while the slot's keys are on both (a release or a reset reads two), or a MOVED
-			// that outlasted go-redis's own redirections. It ran nothing, and the move ends
-			// soon: it goes again after a pause, while its caller waits.
-			live = moving(live)
-			n := len(live)
-			for tag, tx := range txs {
-				if txs[tag] = moving(tx); len(txs[tag]) == 0 {
-					delete(txs, tag)
-				}
-				n += len(txs[tag])
-			}
-			if n == 0 || sleep(ctx, movingPause) != nil {
-				break
-			}
+		var wg sync.WaitGroup
+		for _, tx := range txs {
+			wg.Go(func() { s.answer(ctx, true, tx) })
 		}
+		s.answer(ctx, false, live)
+		wg.Wait()
 		stop()
 		cancel()
 	}
@@ -364,10 +336,34 @@ func (s *Store) send(down context.Context, batch []*call) {
 	}
 }
 
-// exec runs the calls' scripts in a pipeline or transaction that pipe makes, then, in a
-// second, as EVAL, those whose script the server lacked (after a restart, a failover or
-// SCRIPT FLUSH). A decision the server did not run (see notRun) is sent again alone.
-func (s *Store) exec(ctx context.Context, pipe func() redis.Pipeliner, calls []*call) {
+// answer sends calls, in a transaction if tx, else in a pipeline or, alone, as a single
+// command, and sends again after movingPause those refused for a moving slot (see moving).
+func (s *Store) answer(ctx context.Context, tx bool, calls []*call) {
+	for len(calls) > 0 {
+		if len(calls) == 1 && !tx {
+			c := calls[0]
+			c.v, c.err = replyOf(c.script.Run(ctx, s.client, c.keys, c.args...))
+		} else {
+			s.exec(ctx, tx, calls)
+		}
+		if calls = moving(calls); len(calls) > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(movingPause):
+			}
+		}
+	}
+}
+
+// exec runs the calls' scripts in a pipeline, or a transaction if tx, then, in a second,
+// as EVAL, those whose script the server lacked (after a restart, a failover or SCRIPT
+// FLUSH). A decision the server did not run (see notRun) is sent again alone.
+func (s *Store) exec(ctx context.Context, tx bool, calls []*call) {
+	pipe := s.client.Pipeline
+	if tx {
+		pipe = s.client.TxPipeline
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	p := pipe()
 	for i, c := range calls {
@@ -380,9 +376,7 @@ func (s *Store) exec(ctx context.Context, pipe func() redis.Pipeliner, calls []*
 			cmds[i] = c.script.Eval(ctx, p, c.keys, c.args...)
 		}
 	}
-	if p.Len() > 0 {
-		p.Exec(ctx)
-	}
+	p.Exec(ctx) // with nothing queued, sends nothing
 	for i, c := range calls {
 		if c.script != releaseScript && notRun(cmds[i].Err()) && waited(c) {
 			cmds[i] = c.script.Run(ctx, s.client, c.keys, c.args...)
@@ -391,53 +385,42 @@ func (s *Store) exec(ctx context.Context, pipe func() redis.Pipeliner, calls []*
 	}
 }
 
-// moving returns the calls a Cluster refused because their slot was moving (see send)
-// whose callers still wait.
+// moving returns the calls whose callers still wait that a Cluster refused because their
+// slot was moving between masters: TRYAGAIN while the slot's keys are on both (a release
+// or a reset reads two), or a MOVED that outlasted go-redis's own redirections. They ran
+// nothing, and the move ends soon.
 func moving(calls []*call) []*call {
 	var again []*call
 	for _, c := range calls {
-		if (hasPrefix(c.err, "TRYAGAIN ") || hasPrefix(c.err, "MOVED ") || hasPrefix(c.err, "ASK ")) && waited(c) {
+		if hasPrefix(c.err, "TRYAGAIN ", "MOVED ", "ASK ") && waited(c) {
 			again = append(again, c)
 		}
 	}
 	return again
 }
 
-// movingPause is how long a script refused for a moving slot waits to be sent again: long
+// movingPause is how long a call refused for a moving slot waits to be sent again: long
 // enough not to spin against the server, short beside a store's deadline.
 const movingPause = 10 * time.Millisecond
-
-// sleep waits d, or less if ctx ends first, and returns ctx's error then.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // isNoScript reports whether the server lacked the script, with any "ERR " prefix a
 // proxy adds.
 func isNoScript(err error) bool { return hasPrefix(err, "NOSCRIPT") }
 
-// hasPrefix reports whether err's text, without an "ERR " prefix, starts with p.
-func hasPrefix(err error, p string) bool {
-	return err != nil && strings.HasPrefix(strings.TrimPrefix(err.Error(), "ERR "), p)
+// hasPrefix reports whether err's text, without an "ERR " prefix, starts with one of ps.
+func hasPrefix(err error, ps ...string) bool {
+	if err == nil {
+		return false
+	}
+	text := strings.TrimPrefix(err.Error(), "ERR ")
+	return slices.ContainsFunc(ps, func(p string) bool { return strings.HasPrefix(text, p) })
 }
 
-// notRun reports whether err is one with which a server refuses a command without running
-// it, for a state that passes (a replica that was a master, a loading or failing-over
-// server). go-redis retries these on a single command, but on a pipeline only when the
-// first command met one, sending the whole pipeline again: a grant recorded twice only
-// makes the limit stricter, but a release run twice would be looser (see send).
+// notRun reports whether a server refused a command with err without running it, for a
+// state that passes (a replica that was a master, a loading or failing-over server).
+// go-redis retries these on a single command, but on a pipeline only when the first
+// command met one, sending it all again: a grant recorded twice only makes the limit
+// stricter, but a release run twice would be looser (see send).
 func notRun(err error) bool {
-	for _, p := range [...]string{"READONLY ", "LOADING ", "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN "} {
-		if hasPrefix(err, p) {
-			return true
-		}
-	}
-	return false
+	return hasPrefix(err, "READONLY ", "LOADING ", "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN ")
 }

@@ -22,11 +22,10 @@ const (
 type denyCache struct {
 	shards   [denyShards]denyShard
 	perShard int
-	// gens count the resets and releases of keys, one counter per ten bits of the hash: a
-	// refusal decided before one of them whose reply comes after it must not be cached,
-	// since Redis would no longer give it. Finer than a shard, so that the releases of a
-	// busy limit (WithCountWhen gives back every request it does not count) leave other
-	// keys' refusals cached.
+	// gens count the resets and releases of keys, by ten bits of the hash: a refusal
+	// decided before one of them whose reply comes after it is not cached, since Redis
+	// would no longer give it. Finer than a shard, so that a busy limit's releases
+	// (WithCountWhen gives back every request it does not count) spare other keys'.
 	gens [denyGens]atomic.Uint64
 }
 
@@ -72,11 +71,9 @@ func (c *denyCache) get(h [16]byte, cost int, now time.Time) (core.Decision, boo
 	return d, true
 }
 
-// gen returns the generation of key h, to be given to put.
-func (c *denyCache) gen(h [16]byte) uint64 { return c.genOf(h).Load() }
-
-// genOf is key h's generation counter: chosen by other bits than its shard.
-func (c *denyCache) genOf(h [16]byte) *atomic.Uint64 {
+// gen is key h's generation counter, whose value before a decision put takes: chosen by
+// other bits than its shard.
+func (c *denyCache) gen(h [16]byte) *atomic.Uint64 {
 	return &c.gens[(int(h[1])<<8|int(h[2]))%denyGens]
 }
 
@@ -87,7 +84,7 @@ func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait 
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if c.genOf(h).Load() != gen {
+	if c.gen(h).Load() != gen {
 		return
 	}
 	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
@@ -112,6 +109,6 @@ func (c *denyCache) drop(h [16]byte) {
 // of a key sharing its generation still on its way: one decided before, whose reply comes
 // after.
 func (c *denyCache) forget(h [16]byte) {
-	c.genOf(h).Add(1) // first: a put after it fails, one before it is dropped
+	c.gen(h).Add(1) // first: a put after it fails, one before it is dropped
 	c.drop(h)
 }

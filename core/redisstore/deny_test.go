@@ -70,13 +70,13 @@ func TestDenyCacheIgnoresRefusalsFromBeforeAForget(t *testing.T) {
 	c := newDenyCache(defaultDenyCap)
 	h, other := [16]byte{1}, [16]byte{1, 1} // the same shard
 	now := time.Now()
-	gen := c.gen(h)
+	gen := c.gen(h).Load()
 	c.forget(h)
 	c.put(h, gen, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
 	if _, ok := c.get(h, 1, now); ok {
 		t.Fatal("a refusal read before a forget was cached after it")
 	}
-	gen = c.gen(h)
+	gen = c.gen(h).Load()
 	c.forget(other)
 	c.put(h, gen, 1, now, time.Hour, core.Decision{RetryAfter: time.Hour})
 	if _, ok := c.get(h, 1, now); !ok {

@@ -3,10 +3,8 @@
 // trip, on the Redis server's clock.
 //
 // It works with any redis.UniversalClient: a single node, a Sentinel failover client or a
-// Cluster client. Each decision touches exactly one key, named prefix + "{" + hash + "}",
-// so a Cluster routes it by the hash alone, whatever the route or client key holds.
-// The script and key layout are described beside the code (exact.lua, bounded.lua); the
-// costs are measured by docs/bench/redis.
+// Cluster client. Each decision touches one key, prefix + "{" + hash + "}", so a Cluster
+// routes it by the hash alone. exact.lua and bounded.lua describe the scripts and layouts.
 package redisstore
 
 import (
@@ -183,22 +181,15 @@ func (s *Store) Key(p *core.Policy, scope, key string) string {
 	return s.keyName(h)
 }
 
-var (
-	errNilPolicy = errors.New("redisstore: query has no policy")
-	// A Store not made by New has no client: it would fail on its zero deadline, which
-	// reads as a slow Redis.
-	errNotMade = errors.New("redisstore: the Store was not made by redisstore.New")
-)
-
 // bucket returns q's plan and its key's hash. Length prefixes keep ("/a", "b") and ("/ab",
 // "") apart; SHA-256 rather than a seeded hash because every process must derive the same
 // key.
 func (s *Store) bucket(q core.Query) (*plan, [16]byte, error) {
 	if q.Policy == nil {
-		return nil, [16]byte{}, errNilPolicy
+		return nil, [16]byte{}, errors.New("redisstore: query has no policy")
 	}
-	if s.client == nil {
-		return nil, [16]byte{}, errNotMade
+	if s.client == nil { // else it would fail on its zero deadline, which reads as a slow Redis
+		return nil, [16]byte{}, errors.New("redisstore: the Store was not made by redisstore.New")
 	}
 	pl, ok := s.plans.Load(q.Policy)
 	if !ok {
@@ -260,7 +251,7 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 		if d, ok := s.deny.get(h, cost, start); ok && q.Mode != core.Penalty {
 			return d, nil
 		}
-		gen = s.deny.gen(h)
+		gen = s.deny.gen(h).Load()
 	}
 	key := s.keyName(h)
 	v, err := s.run(ctx, pl.script, []string{key}, s.args(pl, cost, q.Mode))
@@ -277,11 +268,9 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	}
 	wait := us(6) // for a refusal, the true wait until admission
 	if s.deny != nil && q.Mode != core.Peek {
-		// A refusal is cached from the moment the request left, so the local refusal ends
-		// no later than the server's would. A Penalty refusal is cached too: it reports
-		// the state after recording, which is what an Enforce query would meet next. A
-		// refusal whose reply comes after a reset or release of the key may predate it: it
-		// is not cached (see gen).
+		// Cached from the moment the request left, so that it ends no later than the
+		// server's. A Penalty refusal reports the state after recording, which an Enforce
+		// query meets next. put skips a refusal that may predate a reset or release.
 		if !d.Allowed && wait > 0 {
 			s.deny.put(h, gen, cost, start, wait, d)
 		} else if d.Allowed {
@@ -328,14 +317,13 @@ func (s *Store) Release(ctx context.Context, q core.Query, grant int64) error {
 	return nil
 }
 
-// change runs a release or a reset of key, whose hash is h, under the store's deadline,
-// and forgets this process's cached refusal of the key: one cached before, and one on its
-// way while the script ran.
+// change runs a release or a reset of key, whose hash is h, and forgets this process's
+// cached refusals of it: one cached before, and one on its way while the script ran.
 func (s *Store) change(ctx context.Context, h [16]byte, key string, script *redis.Script, args ...any) error {
 	if s.deny != nil {
 		s.deny.drop(h)
 	}
-	// The key's reset fence (reset.lua), in its hash slot.
+	// The second key is the key's reset fence (reset.lua), in its hash slot.
 	if _, err := s.run(ctx, script, []string{key, key + ":reset"}, args); err != nil {
 		return err
 	}
@@ -373,7 +361,6 @@ func releaseArgs(pl *plan, grant int64, cost int) []byte {
 // A reply is a script's answer: eight int64s, packed little-endian in one string.
 type reply [8]int64
 
-// replyOf reads a script call's reply.
 func replyOf(cmd *redis.Cmd) (reply, error) {
 	var v reply
 	text, err := cmd.Text()
@@ -405,14 +392,18 @@ type plan struct {
 func planOf(p *core.Policy) *plan {
 	pl := &plan{rates: p.Rates()}
 	logLen, longest, longestExact := int64(0), int64(0), int64(0)
+	// Each rate's bucket width, as the engine's: the period over bounds.Buckets, rounded
+	// up; 0 for a rate core keeps as an exact log of grant times.
+	gran := make([]int64, len(pl.rates))
 	var grans []int64 // the bounded rates'
-	for _, r := range pl.rates {
+	for i, r := range pl.rates {
 		longest = max(longest, micros(r.Period))
-		if exact(r) {
+		if r.Count <= bounds.LargestExact {
 			logLen = max(logLen, int64(r.Count))
 			longestExact = max(longestExact, micros(r.Period))
 		} else {
-			grans = append(grans, granuleOf(r))
+			gran[i] = (micros(r.Period) + bounds.Buckets - 1) / bounds.Buckets
+			grans = append(grans, gran[i])
 		}
 	}
 	pl.ttl = (longest + 999) / 1000
@@ -429,8 +420,8 @@ func planOf(p *core.Policy) *plan {
 	ring := int64(boundedHead + blockLen*len(grans))
 	pl.script, pl.layout, pl.expire = boundedScript, boundedLayout, 1
 	pl.tail = put(nil, logLen, n, int64(len(grans)), slots, ring)
-	for _, r := range pl.rates {
-		pl.tail = put(pl.tail, int64(r.Count), micros(r.Period), granuleOf(r))
+	for i, r := range pl.rates {
+		pl.tail = put(pl.tail, int64(r.Count), micros(r.Period), gran[i])
 	}
 	pl.fields = put(nil, logLen, ring, 1, lastAt, slots, int64(len(grans)))
 	for j, g := range grans {
@@ -439,17 +430,5 @@ func planOf(p *core.Policy) *plan {
 	pl.fields = put(pl.fields, longestExact)
 	return pl
 }
-
-// granuleOf is r's bucket width in microseconds, as the engine's: the period over
-// bounds.Buckets, rounded up; 0 for an exact rate.
-func granuleOf(r core.Rate) int64 {
-	if exact(r) {
-		return 0
-	}
-	return (micros(r.Period) + bounds.Buckets - 1) / bounds.Buckets
-}
-
-// exact reports whether core keeps r as an exact log of grant times.
-func exact(r core.Rate) bool { return r.Count <= bounds.LargestExact }
 
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
