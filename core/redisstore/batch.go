@@ -95,11 +95,9 @@ func (q *queue) refused(err error) {
 // isRefusal reports whether a dial's err says that nothing will answer at the address for
 // now: connection refused, host or network unreachable, or a name that does not resolve.
 func isRefusal(err error) bool {
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
-		return true
-	}
 	dns, ok := errors.AsType[*net.DNSError](err)
-	return ok && dns.IsNotFound
+	return ok && dns.IsNotFound || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // shut returns the error a call fails with unsent: the server refused a connection less
@@ -170,7 +168,6 @@ func (q *queue) explain(err error, budget time.Duration) error {
 	return fmt.Errorf("%w (gave up: %w)", f.err, err)
 }
 
-// doneCtx is a context already done.
 var doneCtx, _ = context.WithDeadline(context.Background(), time.Time{})
 
 // queueFor returns the queue of the server that holds key: the store's own for a single
@@ -209,20 +206,21 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	q.mu.Lock()
 	c.down = q.signal()
 	probe, err := q.shut(start, s.pause)
-	free := err == nil && q.flying < s.flights
+	if err != nil {
+		q.mu.Unlock()
+		return reply{}, err
+	}
+	free := q.flying < s.flights
 	// A caller that finds a flight free and nobody waiting sends its call itself, with no
 	// goroutine to wake, if the client holds its deadline on the socket.
 	self := free && s.direct && len(q.waiting) == 0
 	if free {
 		q.flying++
 	}
-	if err == nil && !self {
+	if !self {
 		q.waiting = append(q.waiting, c)
 	}
 	q.mu.Unlock()
-	if err != nil {
-		return reply{}, err
-	}
 	if probe {
 		defer q.probing.Store(false)
 	}
@@ -250,7 +248,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	}
 	switch {
 	case err == nil || errors.As(err, new(redis.Error)): // the server answered
-		q.unreachable.Store(nil) // the server is reached
+		q.unreachable.Store(nil)
 		return v, err
 	case ctx.Err() == nil && c.down.Err() != nil:
 		// Cut short by a refused connection: that is the cause, not the cut.

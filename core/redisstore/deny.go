@@ -97,7 +97,6 @@ func (c *denyCache) put(h [16]byte, gen uint64, cost int, since time.Time, wait 
 	sh.m[h] = denyEntry{since: since, until: since.Add(wait), cost: cost, d: d}
 }
 
-// drop forgets key h's refusal.
 func (c *denyCache) drop(h [16]byte) {
 	sh := &c.shards[h[0]%denyShards]
 	sh.mu.Lock()

@@ -208,7 +208,6 @@ func (s *Store) bucket(q core.Query) (*plan, [16]byte, error) {
 	return pl.(*plan), [16]byte(h.Sum(sum[:0])), nil
 }
 
-// keyName is the name of the key whose hash is h.
 func (s *Store) keyName(h [16]byte) string { return s.prefix + "{" + hex.EncodeToString(h[:]) + "}" }
 
 // The generations of the scripts' value layouts, part of every key: a release that
