@@ -170,9 +170,8 @@ func (q *queue) explain(err error, budget time.Duration) error {
 
 var doneCtx, _ = context.WithDeadline(context.Background(), time.Time{})
 
-// queueFor returns the queue of the server that holds key: the store's own for a single
-// server, the master's for a Cluster, so that a slow or dead master delays only the
-// decisions it holds.
+// queueFor returns the queue of the server that holds key: for a Cluster, its master's, so
+// that a slow or dead master delays only the decisions it holds.
 func (s *Store) queueFor(key string) *queue {
 	cc, ok := s.client.(*redis.ClusterClient)
 	if !ok {

@@ -181,9 +181,8 @@ func (s *Store) Key(p *core.Policy, scope, key string) string {
 	return s.keyName(h)
 }
 
-// bucket returns q's plan and its key's hash. Length prefixes keep ("/a", "b") and ("/ab",
-// "") apart; SHA-256 rather than a seeded hash because every process must derive the same
-// key.
+// bucket returns q's plan and its key's hash: SHA-256, since every process must derive the
+// same key, of length-prefixed fields, which keep ("/a", "b") and ("/ab", "") apart.
 func (s *Store) bucket(q core.Query) (*plan, [16]byte, error) {
 	if q.Policy == nil {
 		return nil, [16]byte{}, errors.New("redisstore: query has no policy")
