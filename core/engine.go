@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -93,12 +94,7 @@ func (p *Policy) checkCost(cost int) error {
 // narrowest returns the first of p's rates of the smallest count: the one a cost above the
 // limit exceeds most, and the one a smaller request must fit.
 func (p *Policy) narrowest() Rate {
-	for _, r := range p.rates {
-		if r.Count == p.minCount {
-			return r
-		}
-	}
-	return p.rates[0]
+	return p.rates[slices.IndexFunc(p.rates, func(r Rate) bool { return r.Count == p.minCount })]
 }
 
 // nth returns the k-th most recent grant time in the log (1 <= k <= logLen).

@@ -14,18 +14,13 @@ import (
 // call; core cannot import package adapter, which imports core. So core hands them over
 // here, once, as one typed value.
 type Core[O, L any] struct {
-	// New builds the limit count per period with opts, for an adapter's Limit. Its
-	// errors name where the application registered the limit.
-	New func(count int, period time.Duration, opts []O) (L, error)
-	// Must is New where a bad argument panics, naming the adapter function too.
-	Must func(count int, period time.Duration, opts []O) L
-	// Parse is New of the limit of a policy's text, for an adapter's New.
-	Parse func(policy string, opts []O) (L, error)
-	// Extension returns an option storing an adapter's setting under key (see
-	// Limiter.Extension).
+	// New, Must and Parse build a limit, and Extension and Refuse make options: package
+	// adapter's New, Must, Parse, Option and Refuse, which say what each does.
+	New       func(count int, period time.Duration, opts []O) (L, error)
+	Must      func(count int, period time.Duration, opts []O) L
+	Parse     func(policy string, opts []O) (L, error)
 	Extension func(key, value any) O
-	// Refuse returns an option that fails the registration with err.
-	Refuse func(err error) O
+	Refuse    func(err error) O
 }
 
 // registered is the one Core, a *Core[core.Option, adapter.Limiter].
