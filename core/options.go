@@ -75,9 +75,8 @@ func WithKey(key KeyFunc) Option {
 }
 
 // KeyByHeader keys requests by a request header, such as an API token checked before the
-// limit: each value a client makes up gets a quota of its own. Without a name, or with
-// one no header can have, every request's key is an error, which the limit reports
-// (keying the request by its client's IP instead), rather than a key that is never there.
+// limit: each value a client makes up gets a quota of its own. A name no header can have
+// ("" included) makes every request's key an error (see KeyFunc), not a key never there.
 func KeyByHeader(name string) KeyFunc {
 	field := strings.TrimSpace(name)
 	if !isFieldName(field) {
