@@ -12,10 +12,9 @@ import (
 // socket): they share one bucket rather than escaping the limit.
 const unknownClient = "unknown"
 
-// clientKey returns the key the client of a request counts against: its IP address, IPv6
-// grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
-// or a bare host) or, when the application configured its framework's trusted proxies, the
-// framework's client IP. Garbage yields a shared fallback key, never an empty one.
+// clientKey returns the key the client of a request counts against: the IP address of
+// in.Peer or, from a trusted proxy, the one it forwarded, IPv6 grouped by prefix. Garbage
+// yields a shared fallback key, never an empty one.
 func (l *limiter) clientKey(ctx context.Context, in *input) string {
 	host := hook.HostOf(in.Peer)
 	addr, err := netip.ParseAddr(host)

@@ -128,18 +128,13 @@ type writerOnly struct{ io.Writer }
 // framework's response is then not the one sent. A closed connection no longer lends its
 // file descriptor; one without (a test pipe) is taken as open.
 func Closed(c net.Conn) bool {
-	for {
-		switch t := c.(type) {
-		case interface{ NetConn() net.Conn }: // *tls.Conn
-			c = t.NetConn()
-			continue
-		case syscall.Conn:
-			rc, err := t.SyscallConn()
-			if err != nil {
-				return true
-			}
-			return rc.Control(func(uintptr) {}) != nil
-		}
+	if t, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		return Closed(t.NetConn())
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
 		return false
 	}
+	rc, err := sc.SyscallConn()
+	return err != nil || rc.Control(func(uintptr) {}) != nil
 }
