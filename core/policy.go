@@ -149,7 +149,6 @@ func parseRate(s string) (Rate, error) {
 // Rates returns a copy of the policy's rates, in the order given.
 func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
 
-// indexOf returns the index of the first of p's rates equal to r, or -1.
 func (p *Policy) indexOf(r Rate) int { return slices.Index(p.rates, r) }
 
 // String returns the canonical text form, which ParsePolicy reads back.
