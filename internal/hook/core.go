@@ -32,13 +32,7 @@ func Register[O, L any](c *Core[O, L]) { registered = c }
 
 // Registered returns the Core package core registered, of types O and L. It panics if
 // there is none of those types: a mistake in package adapter, found when it starts.
-func Registered[O, L any]() *Core[O, L] {
-	c, ok := registered.(*Core[O, L])
-	if !ok {
-		panic("hook: package core registered no Core of these types")
-	}
-	return c
-}
+func Registered[O, L any]() *Core[O, L] { return registered.(*Core[O, L]) }
 
 // A Limiter is one registered limit, as adapters apply it; R is core.Request, D
 // core.Decision, P *core.Policy.
