@@ -39,7 +39,7 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 
 func (l *limiter) formatAddr(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
-	if addr.Is6() && l.cfg.ipv6Bits < 128 {
+	if addr.Is6() {
 		return addrKey(addr, l.cfg.ipv6Bits)
 	}
 	return addrKey(addr, addr.BitLen())
