@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -33,10 +34,5 @@ func (l *limiter) exempt(peer string, r Request) bool {
 	addr, _ := netip.ParseAddr(hook.HostOf(peer))
 	addr, _ = l.proxied(addr, r)
 	addr = addr.Unmap().WithZone("")
-	for _, p := range l.cfg.allow {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.cfg.allow, func(p netip.Prefix) bool { return p.Contains(addr) })
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
@@ -62,12 +63,7 @@ func (l *limiter) proxied(peer netip.Addr, r Request) (netip.Addr, bool) {
 
 func (l *limiter) trusts(a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
-	for _, p := range l.cfg.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.cfg.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // forwardedClient reads the client's address from the one header the trusted proxies set
