@@ -4,9 +4,7 @@
 // it: its types take core's as type parameters.
 package hook
 
-import (
-	"strings"
-)
+import "strings"
 
 // Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
