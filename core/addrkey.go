@@ -14,11 +14,8 @@ var addrKeys hook.StringCache
 // addrKey returns the key of the unmapped, zoneless address a grouped in bits: the
 // address as netip prints it when bits covers it all, its prefix otherwise.
 func addrKey(a netip.Addr, bits int) string {
-	if bits < a.BitLen() {
-		p, _ := a.Prefix(bits)
-		a = p.Addr()
-	}
-	return addrKeys.Get(a, bits, prefixKey)
+	p, _ := a.Prefix(bits)
+	return addrKeys.Get(p.Addr(), bits, prefixKey)
 }
 
 func prefixKey(a netip.Addr, bits int) string {

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -26,23 +27,12 @@ func WithAllowList(prefixes ...string) Option {
 	}
 }
 
-// exempt reports whether the request's client is on the allow list.
+// exempt reports whether the request's client is on the allow list. A peer without an
+// address (a unix socket, a garbled peer) is limited, never exempt, unless a proxy trusted
+// there forwarded an address on the list.
 func (l *limiter) exempt(peer string, r Request) bool {
-	addr, err := netip.ParseAddr(hook.HostOf(peer))
-	if err != nil {
-		// No address (a unix socket, a garbled peer): limited, never exempt, unless a
-		// proxy trusted there forwarded an address on the list.
-		if addr = l.unixClient(r); !addr.IsValid() {
-			return false
-		}
-	} else if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
-		addr = l.forwardedClient(addr, r)
-	}
+	addr, _ := netip.ParseAddr(hook.HostOf(peer))
+	addr, _ = l.proxied(addr, r)
 	addr = addr.Unmap().WithZone("")
-	for _, p := range l.cfg.allow {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.cfg.allow, func(p netip.Prefix) bool { return p.Contains(addr) })
 }

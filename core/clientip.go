@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
@@ -12,18 +13,16 @@ import (
 // socket): they share one bucket rather than escaping the limit.
 const unknownClient = "unknown"
 
-// clientKey returns the key the client of a request counts against: its IP address, IPv6
-// grouped by prefix, after trusted proxies. peer is the connection's address ("host:port"
-// or a bare host) or, when the application configured its framework's trusted proxies, the
-// framework's client IP. Garbage yields a shared fallback key, never an empty one.
+// clientKey returns the key the client of a request counts against: the IP address of
+// in.Peer or, from a trusted proxy, the one it forwarded, IPv6 grouped by prefix. Garbage
+// yields a shared fallback key, never an empty one.
 func (l *limiter) clientKey(ctx context.Context, in *input) string {
-	peer, r := in.Peer, in.Request
-	host := hook.HostOf(peer)
+	host := hook.HostOf(in.Peer)
 	addr, err := netip.ParseAddr(host)
+	if client, ok := l.proxied(addr, in.Request); ok && client.IsValid() {
+		return l.formatAddr(client)
+	}
 	if err != nil {
-		if a := l.unixClient(r); a.IsValid() {
-			return l.formatAddr(a)
-		}
 		if !l.cfg.trustUnix && (host == "" || host == "@" || strings.HasPrefix(host, "/")) {
 			l.untrustedPeer(ctx, netip.Addr{}, in) // a unix socket's peer
 		}
@@ -31,9 +30,6 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 			return unknownClient
 		}
 		return host // a unix socket path or such: still one bucket per name
-	}
-	if len(l.cfg.trusted) > 0 && r != nil && l.trusts(addr) {
-		return l.formatAddr(l.forwardedClient(addr, r))
 	}
 	l.untrustedPeer(ctx, addr, in)
 	if addr.Is4() {
@@ -44,30 +40,30 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 
 func (l *limiter) formatAddr(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
-	if addr.Is6() && l.cfg.ipv6Bits < 128 {
+	if addr.Is6() {
 		return addrKey(addr, l.cfg.ipv6Bits)
 	}
 	return addrKey(addr, addr.BitLen())
 }
 
-// unixClient returns the client a proxy trusted as "unix" (WithTrustedProxies) forwarded
-// on a connection whose peer has no address, or the zero Addr: no such trust, no request,
-// or no address in the header, which leaves the request in the peer's shared bucket.
-func (l *limiter) unixClient(r Request) netip.Addr {
-	if !l.cfg.trustUnix || r == nil {
-		return netip.Addr{}
+// proxied returns the client that a trusted proxy at peer forwarded, and whether peer is
+// one; the zero Addr stands for a peer without an address, trusted as "unix"
+// (WithTrustedProxies). The client is the zero Addr if such a peer forwarded no address:
+// the request stays in the peer's shared bucket.
+func (l *limiter) proxied(peer netip.Addr, r Request) (netip.Addr, bool) {
+	trusted := l.cfg.trustUnix
+	if peer.IsValid() {
+		trusted = len(l.cfg.trusted) > 0 && l.trusts(peer)
 	}
-	return l.forwardedClient(netip.Addr{}, r)
+	if !trusted || r == nil {
+		return peer, false
+	}
+	return l.forwardedClient(peer, r), true
 }
 
 func (l *limiter) trusts(a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
-	for _, p := range l.cfg.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.cfg.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // forwardedClient reads the client's address from the one header the trusted proxies set
@@ -89,12 +85,11 @@ func (l *limiter) forwardedClient(peer netip.Addr, r Request) netip.Addr {
 	default:
 		// The last line is the one the trusted proxy wrote: a proxy that appends its own
 		// line instead of replacing the field passes the client's lines on before it.
-		lines := r.Headers(name)
-		if len(lines) == 0 {
-			return peer
-		}
-		if a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(lines[len(lines)-1]))); err == nil {
-			return a
+		if lines := r.Headers(name); len(lines) > 0 {
+			last := strings.TrimSpace(lines[len(lines)-1])
+			if a, err := netip.ParseAddr(hook.HostOf(last)); err == nil {
+				return a
+			}
 		}
 		return peer
 	}

@@ -3,23 +3,26 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // The engine works on a key's state: a []int64 of p.stateLen slots, laid out as
 //
 //	[0]                  write index of the grant log (the slot the next grant overwrites)
 //	[1 : 1+logLen]       ring of the last logLen grant times (never = empty)
-//	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[boundedBuckets+1]
+//	then per bounded rate boundedLen slots: lo, sum, newest, last, counts[bounds.Buckets+1]
 //
-// Every exact rate (Count up to exactMax) reads the one log: a request of cost c fits rate
-// N per T if the (N-c+1)-th most recent grant is at least T old. A bounded rate counts its
-// grants in buckets of Period/boundedBuckets (see expire). Times are int64 nanoseconds on
-// the store's clock. The Redis scripts keep the same layout.
+// Every exact rate (Count up to bounds.LargestExact) reads the one log: a request of cost
+// c fits rate N per T if the (N-c+1)-th most recent grant is at least T old. A bounded rate
+// counts its grants in buckets of Period/bounds.Buckets (see expire). Times are int64
+// nanoseconds on the store's clock. The Redis scripts keep the same layout.
 const (
 	never      = math.MinInt64
-	boundedLen = 4 + boundedBuckets + 1
+	boundedLen = 4 + bounds.Buckets + 1
 )
 
 // Slots of a bounded rate's block.
@@ -93,12 +96,7 @@ func (p *Policy) checkCost(cost int) error {
 // narrowest returns the first of p's rates of the smallest count: the one a cost above the
 // limit exceeds most, and the one a smaller request must fit.
 func (p *Policy) narrowest() Rate {
-	for _, r := range p.rates {
-		if r.Count == p.minCount {
-			return r
-		}
-	}
-	return p.rates[0]
+	return p.rates[slices.IndexFunc(p.rates, func(r Rate) bool { return r.Count == p.minCount })]
 }
 
 // nth returns the k-th most recent grant time in the log (1 <= k <= logLen).
@@ -260,10 +258,10 @@ func (p *Policy) idle(s []int64, now int64) bool {
 	return true
 }
 
-// granule is the length of one bucket of a bounded rate: Period/boundedBuckets, rounded
-// up so that boundedBuckets granules always cover the period.
+// granule is the length of one bucket of a bounded rate: Period/bounds.Buckets, rounded
+// up so that bounds.Buckets granules always cover the period.
 func granule(r Rate) int64 {
-	return (int64(r.Period) + boundedBuckets - 1) / boundedBuckets
+	return (int64(r.Period) + bounds.Buckets - 1) / bounds.Buckets
 }
 
 // expire drops the buckets that no longer overlap the window (now-T, now]: counting a
@@ -271,7 +269,7 @@ func granule(r Rate) int64 {
 // to the oldest bucket that holds a grant, whose leaving is the Reset.
 func expire(b []int64, r Rate, g, now int64) {
 	if lo := max(floorDiv(now-int64(r.Period), g), b[bLo]); lo > b[bLo] {
-		for k := b[bLo]; k < lo && b[bSum] != 0 && k < b[bLo]+boundedBuckets+1; k++ {
+		for k := b[bLo]; k < lo && b[bSum] != 0 && k < b[bLo]+bounds.Buckets+1; k++ {
 			b[bSum] -= b[slot(k)]
 			b[slot(k)] = 0
 		}
@@ -324,7 +322,7 @@ func floorDiv(a, b int64) int64 {
 
 // slot returns the index in a bounded block of bucket k's count.
 func slot(k int64) int {
-	return bCounts + int(k-floorDiv(k, boundedBuckets+1)*(boundedBuckets+1))
+	return bCounts + int(k-floorDiv(k, bounds.Buckets+1)*(bounds.Buckets+1))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

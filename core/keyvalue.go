@@ -16,12 +16,10 @@ func KeyByValue(key any) KeyFunc {
 	}
 	return func(r Request) (string, error) {
 		v := r.Value(key)
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			return "", nil // a nil pointer stored: no value, as nil
+		if rv := reflect.ValueOf(v); v == nil || rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return "", nil // nothing stored, or a nil pointer: no value
 		}
 		switch v := v.(type) {
-		case nil:
-			return "", nil
 		case string:
 			return v, nil
 		case fmt.Stringer:

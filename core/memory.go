@@ -10,12 +10,6 @@ import (
 	"time"
 )
 
-// The MemoryConfig defaults.
-const (
-	defaultMaxKeys       = 1 << 20
-	defaultSweepInterval = time.Minute
-)
-
 // shardCount is how many shards hold a policy's keys: decisions on different keys rarely
 // wait on one another's lock.
 const shardCount = 64
@@ -86,8 +80,8 @@ func NewMemoryStore(cfg *MemoryConfig) *MemoryStore {
 	m := &MemoryStore{
 		keySeed:    maphash.MakeSeed(),
 		scopeSeed:  maphash.MakeSeed(),
-		maxKeys:    int64(cmp.Or(max(cfg.MaxKeys, 0), defaultMaxKeys)),
-		sweepEvery: int64(max(0, cmp.Or(cfg.SweepInterval, defaultSweepInterval))),
+		maxKeys:    int64(cmp.Or(max(cfg.MaxKeys, 0), 1<<20)),
+		sweepEvery: int64(max(0, cmp.Or(cfg.SweepInterval, time.Minute))),
 		tables:     map[string]*keyTable{},
 	}
 	switch start := time.Now(); {
@@ -226,56 +220,51 @@ func (t *keyTable) entry(sh *shard, h uint64) []int64 {
 	return e
 }
 
-// onKey runs f on q's key table and the key's entry (nil if it has none) under the lock of
-// the key's shard.
-func (m *MemoryStore) onKey(q *Query, f func(t *keyTable, e []int64) error) error {
-	if q.Policy == nil {
-		return errNilPolicy
-	}
-	t, h, sh := m.lock(q)
-	defer sh.mu.Unlock()
-	return f(t, sh.entries[h])
-}
-
 // Reset implements Resetter; it fails only for a nil policy. The key's entry stays, empty,
 // holding the key's clock at the reset: Release ignores grants made no later (in flight
 // across the reset), and later grants are recorded after it.
 func (m *MemoryStore) Reset(_ context.Context, q Query) error {
-	return m.onKey(&q, func(t *keyTable, e []int64) error {
-		if e != nil {
-			// The key's clock, not the store's, which may have stepped back; and never
-			// lower than an earlier reset's, whose forgotten grants stay forgotten.
-			e[0] = max(e[0], t.policy.keyClock(e[1:], m.now()))
-			t.policy.resetState(e[1:])
-			return nil
-		}
-		// Never used, or swept: nothing to forget. Unless newcomers share the overflow
-		// bucket, where the key's grants may be among others': clearing it would free them
-		// all, keeping it leaves the key refused, so the caller must learn it.
-		t.overflowMu.Lock()
-		defer t.overflowMu.Unlock()
-		if !t.policy.idle(t.overflow, m.now()) {
-			return fmt.Errorf("the memory store is at its key cap (MemoryConfig.MaxKeys %d): the key may be counted in the bucket newcomers share, which a reset of one key cannot clear; raise MaxKeys", m.maxKeys)
-		}
+	if q.Policy == nil {
+		return errNilPolicy
+	}
+	t, h, sh := m.lock(&q)
+	defer sh.mu.Unlock()
+	if e := sh.entries[h]; e != nil {
+		// The key's clock, not the store's, which may have stepped back; and never lower
+		// than an earlier reset's, whose forgotten grants stay forgotten.
+		e[0] = max(e[0], t.policy.keyClock(e[1:], m.now()))
+		t.policy.resetState(e[1:])
 		return nil
-	})
+	}
+	// Never used, or swept: nothing to forget. Unless newcomers share the overflow bucket,
+	// where the key's grants may be among others': clearing it would free them all,
+	// keeping it leaves the key refused, so the caller must learn it.
+	t.overflowMu.Lock()
+	defer t.overflowMu.Unlock()
+	if !t.policy.idle(t.overflow, m.now()) {
+		return fmt.Errorf("the memory store is at its key cap (MemoryConfig.MaxKeys %d): the key may be counted in the bucket newcomers share, which a reset of one key cannot clear; raise MaxKeys", m.maxKeys)
+	}
+	return nil
 }
 
 // Release implements Releaser; it fails only for a nil policy.
 func (m *MemoryStore) Release(_ context.Context, q Query, grant int64) error {
-	return m.onKey(&q, func(t *keyTable, e []int64) error {
-		switch {
-		case e == nil:
-			// Decided in the overflow bucket while the store was full (or swept since, and
-			// then the grant is out of every window and not in the overflow bucket either).
-			t.overflowMu.Lock()
-			defer t.overflowMu.Unlock()
-			t.policy.release(t.overflow, grant, q.Cost)
-		case grant > e[0]:
-			// Not forgotten by a reset: a grant no later than it may share its time (or
-			// bucket) with a later one.
-			t.policy.release(e[1:], grant, q.Cost)
-		}
-		return nil
-	})
+	if q.Policy == nil {
+		return errNilPolicy
+	}
+	t, h, sh := m.lock(&q)
+	defer sh.mu.Unlock()
+	switch e := sh.entries[h]; {
+	case e == nil:
+		// Decided in the overflow bucket while the store was full (or swept since, and then
+		// the grant is out of every window and not in the overflow bucket either).
+		t.overflowMu.Lock()
+		defer t.overflowMu.Unlock()
+		t.policy.release(t.overflow, grant, q.Cost)
+	case grant > e[0]:
+		// Not forgotten by a reset: a grant no later than it may share its time (or bucket)
+		// with a later one.
+		t.policy.release(e[1:], grant, q.Cost)
+	}
+	return nil
 }

@@ -62,11 +62,8 @@ func (m *MemoryStore) sweepRound(now int64) {
 	}
 	defer m.roundMu.Unlock()
 	m.mu.Lock()
-	tables := m.list // only ever appended to
+	tables := m.list // only ever appended to; the caller's table is in it
 	m.mu.Unlock()
-	if len(tables) == 0 {
-		return
-	}
 	m.roundAt %= len(tables) * shardCount // tables made since join in at the end of a round
 	t := tables[m.roundAt/shardCount]
 	sh := &t.shards[m.roundAt%shardCount]

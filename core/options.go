@@ -75,9 +75,8 @@ func WithKey(key KeyFunc) Option {
 }
 
 // KeyByHeader keys requests by a request header, such as an API token checked before the
-// limit: each value a client makes up gets a quota of its own. Without a name, or with
-// one no header can have, every request's key is an error, which the limit reports
-// (keying the request by its client's IP instead), rather than a key that is never there.
+// limit: each value a client makes up gets a quota of its own. A name no header can have
+// ("" included) makes every request's key an error (see KeyFunc), not a key never there.
 func KeyByHeader(name string) KeyFunc {
 	field := strings.TrimSpace(name)
 	if !isFieldName(field) {
@@ -247,17 +246,12 @@ func WithForwardedHeader(name string) Option {
 	}
 }
 
-// isFieldName reports whether s is an HTTP field name: an RFC 9110 token.
-func isFieldName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return s != ""
-}
+// tokenChars are the bytes of an RFC 9110 token, which an HTTP field name is.
+const tokenChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~"
+
+// isFieldName reports whether s is an HTTP field name: trimming every token byte leaves
+// nothing.
+func isFieldName(s string) bool { return s != "" && strings.Trim(s, tokenChars) == "" }
 
 // WithClientIPFromFramework keys by Gin's c.ClientIP or Echo's c.RealIP once the framework
 // trusts only your proxies. Where it would take any client's word (Gin before

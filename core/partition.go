@@ -23,15 +23,8 @@ func WithPartitionKey(secret string) Option {
 	}
 }
 
-// partitionKey is key's pk value, as a Structured Field byte sequence.
-func (l *limiter) partitionKey(key string) string {
-	m := hmac.New(sha256.New, l.cfg.pkSecret)
-	m.Write([]byte(key))
-	return ":" + base64.StdEncoding.EncodeToString(m.Sum(nil)[:12]) + ":"
-}
-
-// setPartitioned sets the RateLimit fields with the partition key of key in each policy
-// member, adding to those of other limits on the request as addMembers does.
+// setPartitioned sets the RateLimit fields with key's pk (a Structured Field byte sequence)
+// in each member, adding to those of other limits on the request as setMembers does.
 func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
 	names, lines := l.rateNames, []string(nil)
 	a, adds := h.(hook.HeaderAdder)
@@ -39,7 +32,9 @@ func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
 		lines = a.Values(hook.HeaderRateLimitPolicy)
 		names, _ = l.freeNames(lines)
 	}
-	pk := ";pk=" + l.partitionKey(key)
+	mac := hmac.New(sha256.New, l.cfg.pkSecret)
+	mac.Write([]byte(key))
+	pk := ";pk=:" + base64.StdEncoding.EncodeToString(mac.Sum(nil)[:12]) + ":"
 	items := make([]string, len(l.policy.rates))
 	for i, r := range l.policy.rates {
 		items[i] = policyItem(names[i], r) + pk

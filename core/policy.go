@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/reqlimit/reqlimit/internal/bounds"
 )
 
 // A Policy is one or more rates enforced together on a key: a request is admitted only if
@@ -82,8 +84,8 @@ func ParsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// parsePolicy is ParsePolicy without the minPeriod floor, which limits built with
-// WithShortPeriods do without.
+// parsePolicy is ParsePolicy without the bounds.ShortestPeriod floor, which limits built
+// with WithShortPeriods do without.
 func parsePolicy(text string) (*Policy, error) {
 	var rates []Rate
 	off := 0
@@ -102,11 +104,11 @@ func parsePolicy(text string) (*Policy, error) {
 	return p, nil
 }
 
-// checkFloor refuses a period below minPeriod. The first text rates were read from a
-// policy's text; a period from Go code may be a bare number, which is nanoseconds.
+// checkFloor refuses a period below bounds.ShortestPeriod. The first text rates were read
+// from a policy's text; a period from Go code may be a bare number, which is nanoseconds.
 func (p *Policy) checkFloor(text int) error {
 	for i, r := range p.rates {
-		if r.Period >= minPeriod {
+		if r.Period >= bounds.ShortestPeriod {
 			continue
 		}
 		hint := ""
@@ -114,7 +116,7 @@ func (p *Policy) checkFloor(text int) error {
 			hint = fmt.Sprintf("a bare number is nanoseconds: write the unit, as in %d*time.Second; ", int64(r.Period))
 		}
 		return fmt.Errorf("rate %d (%d per %v): period %v is below the %v minimum (%sWithShortPeriods allows shorter periods): %w",
-			i+1, r.Count, r.Period, r.Period, minPeriod, hint, ErrBadPolicy)
+			i+1, r.Count, r.Period, r.Period, bounds.ShortestPeriod, hint, ErrBadPolicy)
 	}
 	return nil
 }
@@ -129,7 +131,7 @@ func parseRate(s string) (Rate, error) {
 	switch {
 	case !ok:
 		return Rate{}, fmt.Errorf("bad count %q: want a whole number such as 3 or 1000000000", count)
-	case n.Cmp(big.NewInt(maxCount)) > 0:
+	case n.Cmp(big.NewInt(bounds.LargestCount)) > 0:
 		return Rate{}, aboveLargest(text)
 	case n.Cmp(big.NewInt(math.MinInt)) < 0:
 		return Rate{}, belowOne(text) // what validate says of other counts below 1, which an int holds
@@ -147,7 +149,6 @@ func parseRate(s string) (Rate, error) {
 // Rates returns a copy of the policy's rates, in the order given.
 func (p *Policy) Rates() []Rate { return append([]Rate(nil), p.rates...) }
 
-// indexOf returns the index of the first of p's rates equal to r, or -1.
 func (p *Policy) indexOf(r Rate) int { return slices.Index(p.rates, r) }
 
 // String returns the canonical text form, which ParsePolicy reads back.

@@ -16,36 +16,29 @@ type Rate struct {
 	Period time.Duration
 }
 
-// A rate's bounds, which package bounds states for the stores and tools too.
-const (
-	exactMax       = bounds.LargestExact // larger counts keep boundedBuckets sub-window sums
-	boundedBuckets = bounds.Buckets
-	minPeriod      = bounds.ShortestPeriod // without WithShortPeriods
-	maxCount       = bounds.LargestCount
-
-	// maxPeriod, about 146 years: times plus a period never overflow int64 nanoseconds.
-	maxPeriod = time.Duration(1 << 62)
-)
+// maxPeriod, about 146 years: times plus a period never overflow int64 nanoseconds. The
+// other bounds are package bounds', which the stores and tools share.
+const maxPeriod = time.Duration(1 << 62)
 
 // belowOne is the error of a count below 1, given as text.
 func belowOne(count string) error {
 	return fmt.Errorf("count %s: want at least 1 request per period (to refuse every request, answer it yourself)", count)
 }
 
-// aboveLargest is the error of a count above maxCount, given as text.
+// aboveLargest is the error of a count above bounds.LargestCount, given as text.
 func aboveLargest(count string) error {
-	return fmt.Errorf("count %s is above the largest, %d", count, int64(maxCount))
+	return fmt.Errorf("count %s is above the largest, %d", count, int64(bounds.LargestCount))
 }
 
 // exact reports whether r is kept as an exact log of grant times.
-func (r Rate) exact() bool { return r.Count <= exactMax }
+func (r Rate) exact() bool { return r.Count <= bounds.LargestExact }
 
 // validate reports why r cannot be enforced, naming the bad value.
 func (r Rate) validate() error {
 	if r.Count < 1 {
 		return fmt.Errorf("%w: %w", belowOne(strconv.Itoa(r.Count)), ErrBadPolicy)
 	}
-	if int64(r.Count) > maxCount { // as int64: on 32-bit platforms maxCount is above any int
+	if int64(r.Count) > bounds.LargestCount { // as int64: on 32 bits it is above any int
 		return fmt.Errorf("%w: %w", aboveLargest(strconv.Itoa(r.Count)), ErrBadPolicy)
 	}
 	if r.Period <= 0 {
@@ -54,8 +47,8 @@ func (r Rate) validate() error {
 	if r.Period > maxPeriod {
 		return fmt.Errorf("period %v is longer than the longest, %v: %w", r.Period, maxPeriod, ErrBadPolicy)
 	}
-	if !r.exact() && r.Period < boundedBuckets {
-		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, boundedBuckets, r.Count, ErrBadPolicy)
+	if !r.exact() && r.Period < bounds.Buckets {
+		return fmt.Errorf("period %v is shorter than %d ns for count %d: %w", r.Period, bounds.Buckets, r.Count, ErrBadPolicy)
 	}
 	return nil
 }

@@ -18,11 +18,8 @@ type Input = hook.Input[core.Request]
 // Verdict is a limit's answer for one request.
 type Verdict = hook.Verdict[core.Decision]
 
-// HeaderSetter and HeaderMap: see package hook.
-type (
-	HeaderSetter = hook.HeaderSetter
-	HeaderMap    = hook.HeaderMap
-)
+// HeaderMap is an http.Header as a hook.HeaderSetter (see hook.HeaderMap).
+type HeaderMap = hook.HeaderMap
 
 // Response field names.
 const (

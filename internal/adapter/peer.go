@@ -7,9 +7,6 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// HostOf strips the port and brackets from a "host:port" address, without allocating.
-var HostOf = hook.HostOf
-
 // peers keeps the strings of recently seen addresses: frameworks on fasthttp give the
 // peer as a *net.TCPAddr, whose IP formats to a new string on every request, and a
 // forwarded address parsed from the request's bytes would have to be copied out of them.

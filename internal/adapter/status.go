@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"net"
 	"net/http"
@@ -46,10 +47,7 @@ func (s *StatusWriter) Result() (int, bool) {
 	if s.hijacked {
 		return 0, false
 	}
-	if s.status == 0 {
-		return http.StatusOK, true // nothing written: net/http sends 200
-	}
-	return s.status, true
+	return cmp.Or(s.status, http.StatusOK), true // nothing written: net/http sends 200
 }
 
 // Written returns the status written through s, 0 if none was; hijacked says whether the
@@ -75,9 +73,7 @@ func (s *StatusWriter) Write(p []byte) (int, error) {
 }
 
 // ReadFrom keeps the writer's own ReadFrom (sendfile, for http.ServeContent) when it has one.
-func (s *StatusWriter) ReadFrom(r io.Reader) (int64, error) {
-	var n int64
-	var err error
+func (s *StatusWriter) ReadFrom(r io.Reader) (n int64, err error) {
 	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
 		n, err = rf.ReadFrom(r)
 	} else {
@@ -132,18 +128,13 @@ type writerOnly struct{ io.Writer }
 // framework's response is then not the one sent. A closed connection no longer lends its
 // file descriptor; one without (a test pipe) is taken as open.
 func Closed(c net.Conn) bool {
-	for {
-		switch t := c.(type) {
-		case interface{ NetConn() net.Conn }: // *tls.Conn
-			c = t.NetConn()
-			continue
-		case syscall.Conn:
-			rc, err := t.SyscallConn()
-			if err != nil {
-				return true
-			}
-			return rc.Control(func(uintptr) {}) != nil
-		}
+	if t, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		return Closed(t.NetConn())
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
 		return false
 	}
+	rc, err := sc.SyscallConn()
+	return err != nil || rc.Control(func(uintptr) {}) != nil
 }

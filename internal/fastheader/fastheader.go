@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/hook"
 	"github.com/reqlimit/reqlimit/internal/nocopy"
 )
 
@@ -38,7 +39,7 @@ func Lines(h *fasthttp.RequestHeader, name string) [][]byte {
 // unmapped and without a zone. The bytes are the request's and are read in place: only
 // the parsed address is kept.
 func Address(b []byte) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(adapter.HostOf(strings.TrimSpace(nocopy.String(b))))
+	a, err := netip.ParseAddr(hook.HostOf(strings.TrimSpace(nocopy.String(b))))
 	if err != nil {
 		return netip.Addr{}, false
 	}

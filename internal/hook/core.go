@@ -14,18 +14,13 @@ import (
 // call; core cannot import package adapter, which imports core. So core hands them over
 // here, once, as one typed value.
 type Core[O, L any] struct {
-	// New builds the limit count per period with opts, for an adapter's Limit. Its
-	// errors name where the application registered the limit.
-	New func(count int, period time.Duration, opts []O) (L, error)
-	// Must is New where a bad argument panics, naming the adapter function too.
-	Must func(count int, period time.Duration, opts []O) L
-	// Parse is New of the limit of a policy's text, for an adapter's New.
-	Parse func(policy string, opts []O) (L, error)
-	// Extension returns an option storing an adapter's setting under key (see
-	// Limiter.Extension).
+	// New, Must and Parse build a limit, and Extension and Refuse make options: package
+	// adapter's New, Must, Parse, Option and Refuse, which say what each does.
+	New       func(count int, period time.Duration, opts []O) (L, error)
+	Must      func(count int, period time.Duration, opts []O) L
+	Parse     func(policy string, opts []O) (L, error)
 	Extension func(key, value any) O
-	// Refuse returns an option that fails the registration with err.
-	Refuse func(err error) O
+	Refuse    func(err error) O
 }
 
 // registered is the one Core, a *Core[core.Option, adapter.Limiter].
@@ -37,22 +32,15 @@ func Register[O, L any](c *Core[O, L]) { registered = c }
 
 // Registered returns the Core package core registered, of types O and L. It panics if
 // there is none of those types: a mistake in package adapter, found when it starts.
-func Registered[O, L any]() *Core[O, L] {
-	c, ok := registered.(*Core[O, L])
-	if !ok {
-		panic("hook: package core registered no Core of these types")
-	}
-	return c
-}
+func Registered[O, L any]() *Core[O, L] { return registered.(*Core[O, L]) }
 
 // A Limiter is one registered limit, as adapters apply it; R is core.Request, D
 // core.Decision, P *core.Policy.
 type Limiter[R, D, P any] interface {
-	// Check decides one request and, when h is not nil, writes its rate-limit fields in
-	// the configured style into h (and Retry-After on a refusal that waiting can help).
-	// It never fails: store errors go to the error hook and the fail mode decides. ctx
-	// may be nil when in.Request is set: the request's context is then read only where
-	// it is needed.
+	// Check decides one request and, if h is not nil, writes its rate-limit fields into h
+	// (and Retry-After on a refusal that waiting can help). It never fails: store errors
+	// go to the error hook and the fail mode decides. ctx may be nil when in.Request is
+	// set, whose context is then read only where needed.
 	Check(ctx context.Context, in Input[R], h HeaderSetter) Verdict[D]
 	// Settle finishes an admitted request whose Verdict carries a Release, once its
 	// handler answered with status. A request whose status cannot be known (its handler
@@ -61,8 +49,7 @@ type Limiter[R, D, P any] interface {
 	// Counts reports whether the limit's rule (core.WithCountWhen) counts a response
 	// with status; without a rule every request counts.
 	Counts(status int) bool
-	// DenyBody returns the plain-text body of a refusal with status whose Verdict
-	// carried err.
+	// DenyBody returns the plain-text body of a refusal with status whose Verdict had err.
 	DenyBody(status int, err error) string
 	// Extension returns the adapter's setting stored under key by Core.Extension, or nil.
 	Extension(key any) any
@@ -77,11 +64,10 @@ type Limiter[R, D, P any] interface {
 	Policy() P
 	// WarnUnrouted tells the limit, which runs before routing, that a request it decided
 	// with no route was routed to pattern: every route shares its bucket. It warns once
-	// (core.WithWarnings), saying fix, how the adapter's users give it the route.
+	// (core.WithWarnings), saying fix: how the adapter's users give it the route.
 	WarnUnrouted(ctx context.Context, pattern, fix string)
-	// WarnFrameworkIP tells the limit that the adapter keys a request on route by the
-	// connection's peer, not by the framework's client IP that
-	// core.WithClientIPFromFramework asked for, because the framework would take it from
-	// any client (why). It warns once (core.WithWarnings), saying fix.
+	// WarnFrameworkIP tells the limit that the adapter keys a request on route by its
+	// peer, not by the framework's client IP (core.WithClientIPFromFramework), which the
+	// framework would take from any client (why). It warns once, saying fix.
 	WarnFrameworkIP(ctx context.Context, route, why, fix string)
 }

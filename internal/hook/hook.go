@@ -4,9 +4,7 @@
 // it: its types take core's as type parameters.
 package hook
 
-import (
-	"strings"
-)
+import "strings"
 
 // Input is what an adapter knows of a request. R is core.Request.
 type Input[R any] struct {
@@ -28,14 +26,10 @@ type Input[R any] struct {
 
 // Verdict is a limit's answer for one request. D is core.Decision.
 type Verdict[D any] struct {
-	// Decision is the store's decision (zero when skipped or when the store failed open).
-	Decision D
-	// Allowed reports whether the request goes on to the handler.
-	Allowed bool
-	// Status is the response status when Allowed is false.
-	Status int
-	// Skipped reports that a skip rule exempted the request: send no rate-limit fields.
-	Skipped bool
+	Decision D    // the store's decision; zero when skipped or when the store failed open
+	Allowed  bool // the request goes on to the handler
+	Status   int  // the response status when Allowed is false
+	Skipped  bool // a skip rule exempted the request: send no rate-limit fields
 	// Undecided reports a refusal the store failed to decide: Decision names only the rate.
 	Undecided bool
 	// Err is the store's error, if it failed, or why the request can never be admitted.
