@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	d := &v.Decision
-	never := neverAdmitted(v)
+	never := v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
 	if !v.Allowed && !never {
 		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}

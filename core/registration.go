@@ -92,20 +92,12 @@ func (s registrationSite) where() string {
 	return site
 }
 
-// wrap adds the site to a registration error, last: the error says what is wrong, the
-// site where to fix it.
-func (s registrationSite) wrap(err error) error {
-	return fmt.Errorf("%w (limit registered %s)", err, s.where())
-}
-
-// identify returns what sets the buckets of a limit registered at stack (its application
-// frames, innermost first) apart from those of every other limit with the same policy: a
-// hash of that stack, the same in every process running the build, whatever the order in
-// which it registers its limits. No counter or registration order enters it, so instances
-// that register the same limits in another order share each limit's buckets on a shared
-// store; two limits registered in different places never share one, and the same code
-// registering again (a rebuilt router) gets the same buckets. Limits one loop or helper
-// registers share a site: WithScope names them apart where they stack on one route.
+// identify returns what sets apart the buckets of a limit registered at stack (its
+// application frames, innermost first) from every other limit's of the same policy: a hash
+// of the stack, the same in every process running the build. No counter or registration
+// order enters it, so instances that register their limits in another order still share
+// each limit's buckets on a shared store, and a rebuilt router gets the same buckets. Limits
+// one loop or helper registers share a site: WithScope names them apart on one route.
 func identify(stack []string) string {
 	h := fnv.New64a()
 	// Joined by newlines, as before every limit had an ident: those limits keep their buckets.
@@ -124,21 +116,6 @@ func identify(stack []string) string {
 // processes share.
 var errNoSite = errors.New("no application frame registered this limit, so its buckets cannot be told apart from another such limit's of the same policy: name them with WithScope(name)")
 
-// styleName names a header style as its constant, for errors.
-func styleName(s HeaderStyle) string {
-	switch s {
-	case HeadersStandard:
-		return "HeadersStandard"
-	case HeadersLegacy:
-		return "HeadersLegacy"
-	case HeadersBoth:
-		return "HeadersBoth"
-	case HeadersOff:
-		return "HeadersOff"
-	}
-	return "HeaderStyle(" + itoa(int(s)) + ")"
-}
-
 // unusable returns an error for options that the function registering the limit (fn, such
 // as "ginlimit.Limit") cannot apply, which would otherwise be ignored without a word: a
 // forwarded header without the proxies it is read from, another adapter's option (a deny
@@ -149,7 +126,9 @@ func unusable(c *config, fn string) error {
 		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
 	}
 	if c.pkSecret != nil && c.headers != HeadersStandard && c.headers != HeadersBoth {
-		return fmt.Errorf("WithPartitionKey with WithHeaders(%s): pk is a parameter of the RateLimit-Policy field, which that style does not send; use HeadersStandard or HeadersBoth, or leave WithPartitionKey out", styleName(c.headers))
+		// WithHeaders has refused any other style.
+		style := [...]string{HeadersLegacy: "HeadersLegacy", HeadersOff: "HeadersOff"}[c.headers]
+		return fmt.Errorf("WithPartitionKey with WithHeaders(%s): pk is a parameter of the RateLimit-Policy field, which that style does not send; use HeadersStandard or HeadersBoth, or leave WithPartitionKey out", style)
 	}
 	if fn == "" {
 		return nil
