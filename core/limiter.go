@@ -152,9 +152,7 @@ func (l *limiter) register(site registrationSite) error {
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
-	// Where another limit on the request took the plain names: the WithScope name tells
-	// the client which limit a member is; else its place among the limits of those names
-	// on the request, counted from the plain one (see freeNames).
+	// A WithScope name tells the client which limit a member is.
 	l.altSuffix = placeSuffix
 	if l.cfg.scope != "" {
 		l.altSuffix = "#" + l.cfg.scope

@@ -137,10 +137,8 @@ func unusable(c *config, fn string) error {
 		return fmt.Errorf("WithClientIPFromFramework: %s has no framework client IP; name your proxies with WithTrustedProxies", fn)
 	}
 	slash := strings.LastIndexByte(fn, '/') + 1
-	pkg := fn
-	if dot := strings.IndexByte(fn[slash:], '.'); dot >= 0 {
-		pkg = fn[:slash+dot] // "echolimit/v5" of "echolimit/v5.Limit"
-	}
+	name, _, _ := strings.Cut(fn[slash:], ".")
+	pkg := fn[:slash] + name // "echolimit/v5" of "echolimit/v5.Limit"
 	for key := range c.extensions {
 		from, ok := strings.CutPrefix(reflect.TypeOf(key).PkgPath(), ownModule)
 		if ok && from != pkg && !strings.HasPrefix(from, "internal/") && (pkg != "chilimit" || from != "nethttp") { // chilimit's limits are nethttp's
