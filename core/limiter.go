@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -316,12 +317,8 @@ func requestContext(ctx context.Context, in *input) context.Context {
 // observe tells the observer, if any, of a decision.
 func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time.Duration) {
 	if l.cfg.observer != nil {
-		scope := l.cfg.scope
-		if scope == "" {
-			scope = route
-		}
-		l.cfg.observer(Event{Outcome: o, Scope: scope, Key: q.Key, Policy: l.policy, Decision: v.Decision,
-			Err: v.Err, DryRun: l.cfg.dryRun, StoreTime: took})
+		l.cfg.observer(Event{Outcome: o, Scope: cmp.Or(l.cfg.scope, route), Key: q.Key, Policy: l.policy,
+			Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun, StoreTime: took})
 	}
 }
 
