@@ -88,9 +88,8 @@ func mustBuildRate(count int, period time.Duration, opts []Option) adapterLimite
 }
 
 // build builds the limit of rates or, when they are nil, of a policy's text, with opts.
-// Its errors end with where the application registered the limit (the error says what is
-// wrong, the site where to fix it), and come with no limiter rather than a nil *limiter in
-// the interface.
+// Its errors end with the site where to fix what they say, and come with no limiter rather
+// than a nil *limiter in the interface.
 func build(policy string, rates []Rate, opts []Option) (adapterLimiter, error) {
 	site := registration()
 	l, err := newLimiter(site, policy, rates, opts)
@@ -322,9 +321,8 @@ func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time
 	}
 }
 
-// scope names the bucket's scope for a request on route: the explicit scope or the route,
-// set apart from other limits' and tiers' (ident). An unknown route is "": one scope for
-// all of them.
+// scope names the bucket's scope for a request on route ("" if unknown: one scope for all):
+// the explicit scope or the route, set apart from other limits' and tiers' by ident.
 func (l *limiter) scope(route string) string {
 	if l.cfg.scope != "" {
 		route = l.cfg.scope
@@ -436,9 +434,8 @@ func (l *limiter) report(ctx context.Context, err error, kind int) {
 
 // failed applies the fail mode to a store error. A request whose own context ended first
 // (its client hung up, or its deadline passed) is refused as under FailClosed whatever the
-// mode: the store did not fail, and admitting the request uncounted would let any client
-// skip the limit by hanging up. A hang-up is not reported: it is neither a bug nor an
-// outage.
+// mode: the store did not fail, and admitting it uncounted would let any client skip the
+// limit by hanging up. A hang-up is not reported: it is neither a bug nor an outage.
 func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
 	gone, kind := ended(ctx), storeError
@@ -497,10 +494,9 @@ func ended(ctx context.Context) bool {
 }
 
 // DenyBody returns the plain-text body of a refusal with status whose verdict carried err.
-// A store failure refused undecided with WithFailStatus's own status says that status, or
-// that the limit could not decide when the status has no text (the deny body would read
-// as the client having sent too much); one FailLocal refused over the limit, with the deny
-// status, gets the deny body.
+// A store failure refused with WithFailStatus's own status says that status, or that the
+// limit could not decide if the status has no text (the deny body would read as the client
+// having sent too much); FailLocal's refusal over the limit gets the deny body.
 func (l *limiter) DenyBody(status int, err error) string {
 	switch {
 	case err == nil:

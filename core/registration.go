@@ -37,8 +37,9 @@ func registration() registrationSite {
 	pcs := make([]uintptr, 48)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
 	var site registrationSite
-	for {
-		f, more := frames.Next()
+	for more := true; more && len(site.stack) < maxSiteFrames; {
+		var f runtime.Frame
+		f, more = frames.Next()
 		if site.stack == nil && isLibraryFrame(f.Function) {
 			site.fn = strings.TrimPrefix(f.Function, ownModule) // the outermost one wins
 		}
@@ -51,30 +52,21 @@ func registration() registrationSite {
 			// The call's offset in its function tells apart two calls on one line, and,
 			// unlike the address, is the same in every process running the build.
 			site.stack = append(site.stack, f.Function+":"+strconv.Itoa(f.Line)+"+"+strconv.FormatUint(uint64(f.PC-f.Entry), 16))
-			if len(site.stack) == maxSiteFrames {
-				break
-			}
-		}
-		if !more {
-			break
 		}
 	}
 	return site
 }
 
-// isLibraryFrame reports whether fn belongs to one of this module's library packages
-// (core, its stores, the adapters), rather than to an application, a test, a test helper
-// package (named like httptest: adaptertest, storetest), or one of the applications the
-// repository ships (examples/..., grpclimit/example, docs/...), whose frames are callers.
+// isLibraryFrame reports whether fn belongs to one of this module's library packages (core,
+// its stores, the adapters), not to a caller: an application, a test, a test helper package
+// (named like httptest: storetest), or an application the repository ships (examples/...,
+// grpclimit/example, docs/...).
 func isLibraryFrame(fn string) bool {
 	rest, ok := strings.CutPrefix(fn, ownModule)
 	if !ok {
 		return false
 	}
-	pkg := rest
-	if i := strings.IndexByte(rest, '.'); i >= 0 {
-		pkg = rest[:i] // "core", "internal/adaptertest", "ginlimit_test"
-	}
+	pkg, _, _ := strings.Cut(rest, ".") // "core", "internal/adaptertest", "ginlimit_test"
 	app := strings.HasPrefix(pkg, "examples/") || strings.HasPrefix(pkg, "docs/") || strings.HasSuffix(pkg, "/example")
 	return !app && !strings.HasSuffix(pkg, "test")
 }
@@ -110,17 +102,16 @@ func identify(stack []string) string {
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
 }
 
-// errNoSite refuses a limit without WithScope on a store other than the memory store
-// when none of the frames that registered it is the application's: its identity would
-// be the same as any other such limit's of its policy, one bucket on a store that other
-// processes share.
+// errNoSite refuses a limit without WithScope on a store other than the memory store when
+// no application frame registered it: it would share its buckets with any other such
+// limit of its policy, on a store that other processes share.
 var errNoSite = errors.New("no application frame registered this limit, so its buckets cannot be told apart from another such limit's of the same policy: name them with WithScope(name)")
 
-// unusable returns an error for options that the function registering the limit (fn, such
-// as "ginlimit.Limit") cannot apply, which would otherwise be ignored without a word: a
-// forwarded header without the proxies it is read from, another adapter's option (a deny
-// handler that would never answer), WithClientIPFromFramework where the framework has no
-// client IP of its own, and a partition key in fields that carry none.
+// unusable refuses options that would otherwise be ignored without a word: a forwarded
+// header without the proxies it is read from, a partition key in fields that carry none,
+// and, for fn registering the limit (such as "ginlimit.Limit"), WithClientIPFromFramework
+// where the framework has no client IP, or another adapter's option (a deny handler that
+// would never answer).
 func unusable(c *config, fn string) error {
 	if c.forwardedHeader != "" && len(c.trusted) == 0 && !c.trustUnix {
 		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
