@@ -73,7 +73,13 @@ func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input)
 			return
 		}
 	}
-	name := l.forwardedSeen(r)
+	name := ""
+	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+		if n != "" && r.Header(n) != "" {
+			name = n
+			break
+		}
+	}
 	if name == "" {
 		if l.warned.unheaded.Add(-1) == 0 {
 			l.warned.forwarded.Store(true)
@@ -83,16 +89,6 @@ func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input)
 	if l.warned.forwarded.CompareAndSwap(false, true) {
 		l.warnForwarded(requestContext(ctx, in), name, kind, addr, in.Route)
 	}
-}
-
-// forwardedSeen returns the name of a forwarded header r carries, or "".
-func (l *limiter) forwardedSeen(r Request) string {
-	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
-		if n != "" && r.Header(n) != "" {
-			return n
-		}
-	}
-	return ""
 }
 
 // warnForwarded warns of a forwarded header name from an untrusted local peer.
