@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,19 +14,18 @@ import (
 )
 
 // setHeaders writes v's rate-limit fields in the configured style (none for a skipped
-// request), and on a refusal Retry-After, the exact wait rounded up to whole seconds, at
-// least 1, unless waiting cannot help. The IETF fields follow
-// draft-ietf-httpapi-ratelimit-headers-11: RateLimit-Policy lists every rate as
-// `"3/1m";q=3;w=60`, RateLimit the tightest as `"3/1m";r=REMAINING;t=Decision.Reset`.
-// Where limits stack, Retry-After is the refusing limit's own wait, even if another has
-// nothing left for longer (its member shows it): a wait too short costs one more
-// refusal, one too long cannot be taken back.
+// request), and on a refusal Retry-After, the wait rounded up to whole seconds, at least 1,
+// unless waiting cannot help. The IETF fields follow draft-ietf-httpapi-ratelimit-headers-11:
+// RateLimit-Policy lists every rate as `"3/1m";q=3;w=60`, RateLimit the tightest as
+// `"3/1m";r=REMAINING;t=Decision.Reset`. Where limits stack, Retry-After is the refusing
+// limit's own wait even if another has nothing left for longer (its member shows it): a
+// wait too short costs one more refusal, one too long cannot be taken back.
 func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 	if v.Skipped {
 		return
 	}
 	d := &v.Decision
-	never := neverAdmitted(v)
+	never := v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
 	if !v.Allowed && !never {
 		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
@@ -33,10 +33,10 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	style := l.cfg.headers
-	// When the key's state was not read (a store failure, or a cost above the limit), only
-	// the policy is known. A refusal after a store failure says in the legacy fields that
-	// nothing is left rather than leave another limit's room on a 429; a cost above the
-	// limit leaves them (smaller requests have room).
+	// Undecided (a store failure, or a cost above the limit), only the policy is known. A
+	// refusal after a store failure says in the legacy fields that nothing is left, rather
+	// than leave another limit's room on a 429; a cost above the limit leaves them (smaller
+	// requests have room).
 	decided := !never && !v.Undecided
 	if style == HeadersStandard || style == HeadersBoth {
 		switch {
@@ -62,10 +62,9 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 	}
 }
 
-// setMembers sets the RateLimit fields, or adds the limit's members beside those of the
-// limits that ran before it on the request, so that a route limit does not hide an
-// app-wide one (a second line of a list field means a comma and more members), under
-// names they did not take (see freeNames).
+// setMembers sets the RateLimit fields or, after other limits on the request, adds its
+// members beside theirs under names they did not take (see freeNames), so that a route
+// limit does not hide an app-wide one: a second line of a list field means more members.
 func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 	a, adds := h.(hook.HeaderAdder)
 	var lines []string
@@ -101,8 +100,7 @@ func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 	}
 }
 
-// addPolicy adds the limit's RateLimit-Policy members beside those of the limits that ran
-// before it on the request, under names they did not take, as setMembers does.
+// addPolicy sets or adds the limit's RateLimit-Policy members, as setMembers does.
 func (l *limiter) addPolicy(h hook.HeaderSetter) {
 	if a, ok := h.(hook.HeaderAdder); ok {
 		if lines := a.Values(hook.HeaderRateLimitPolicy); len(lines) > 0 {
@@ -115,10 +113,10 @@ func (l *limiter) addPolicy(h hook.HeaderSetter) {
 }
 
 // fewerLeft reports whether a limit with remaining left until reset (unix seconds) binds
-// more than the one whose legacy fields h holds, if any: these fields hold one value, so
+// more than the one whose legacy fields h holds, if any. These fields hold one value, so
 // where limits stack the one with fewer left (then resetting later) must stand, or
-// Remaining would name room another limit lacks. Where earlier values cannot be replaced
-// (gRPC metadata already sent), the last one binds most.
+// Remaining would name room another limit lacks. Of values that could not be replaced
+// (gRPC metadata already sent), the last binds most.
 func fewerLeft(h hook.HeaderAdder, remaining int, reset int64) bool {
 	prev := h.Values(hook.HeaderRemaining)
 	if len(prev) == 0 {
@@ -136,10 +134,9 @@ func fewerLeft(h hook.HeaderAdder, remaining int, reset int64) bool {
 }
 
 // freeNames returns the limit's member names that no member of lines takes, and its
-// RateLimit-Policy value under them: its plain names, else altNames, else the next free
-// of "#3", "#4", ... (of "#name.2", "#name.3", ... after a WithScope name or tier),
-// formatted per request. Middleware order is fixed by the code, so every instance of a
-// build names a limit alike.
+// RateLimit-Policy value under them: its plain names, else altNames, else the first free of
+// "#3", "#4", ... ("#name.2", "#name.3", ... after a WithScope name or tier). Middleware
+// order is fixed by the code, so every instance of a build names a limit alike.
 func (l *limiter) freeNames(lines []string) (names []string, policyField string) {
 	if !taken(lines, l.rateNames) {
 		return l.rateNames, l.policyField
@@ -155,8 +152,8 @@ func (l *limiter) freeNames(lines []string) (names []string, policyField string)
 	return names, policyField
 }
 
-// placeSuffix is the altSuffix of a limit without a WithScope name or tier: the second
-// member of its names on the request.
+// placeSuffix is the altSuffix of a limit without a WithScope name or tier: its place
+// among the limits of its names on the request, counted from the plain one.
 const placeSuffix = "#2"
 
 // taken reports whether a member of the RateLimit-Policy lines is named one of names.
@@ -188,9 +185,8 @@ func (l *limiter) format(f *fieldBox, d *Decision) *fieldBox {
 }
 
 // fieldCache keeps the RateLimit values under the limit's own names, one per (rate,
-// remaining, seconds) where those are few, so that a response to a HeaderMap, which keeps
-// what it is given, allocates nothing (the adapters' TestLimitAddsNoAllocation). Entries
-// are filled on first use and never change.
+// remaining, seconds) where those are few, so that a response to a HeaderMap allocates
+// nothing. Entries are filled on first use and never change.
 type fieldCache struct {
 	off, secs []int // per rate: where its values start in vals, how many seconds values
 	vals      []atomic.Pointer[fieldBox]

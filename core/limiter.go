@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +16,9 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// A limiter is one registered limit as the middlewares apply it: its policy, its store, how
-// a request maps to a bucket and what the response says. Adapters build one through the
-// hook.Core registered below and call Check for every request; its exported methods are
-// hook.Limiter's.
+// A limiter is one registered limit: its policy, its store, how a request maps to a bucket
+// and what the response says. Adapters build one through hook.Core (see init) and call
+// Check for every request; its exported methods are hook.Limiter's.
 type limiter struct {
 	policy *Policy
 	store  Store
@@ -35,13 +35,12 @@ type limiter struct {
 	rateNames   []string
 	fields      fieldCache
 
-	// The names the limit's list members take when another limit on the same request
-	// has taken the plain ones: the rates suffixed with the limit's WithScope name or
-	// tier ("3/1m#login", "3/1m#gold"), else with its place on the request ("3/1m#2"),
-	// the same in every process of a build (see freeNames).
+	// The names of the limit's list members where another limit on the request took the
+	// plain ones (see freeNames): altSuffix is "#login" for WithScope("login"), "#gold" for
+	// tier gold, else placeSuffix.
 	altNames       []string
 	altPolicyField string
-	altSuffix      string // what altNames add to the rates' names: "#2", "#login", "#gold"
+	altSuffix      string
 
 	tiers map[string]*limiter // WithTiers: a limiter per tier, nil for "unlimited"
 
@@ -89,13 +88,13 @@ func mustBuildRate(count int, period time.Duration, opts []Option) adapterLimite
 }
 
 // build builds the limit of rates or, when they are nil, of a policy's text, with opts.
-// Its errors end with where the application registered the limit, and come with no
-// limiter rather than a nil *limiter in the interface.
+// Its errors end with the site where to fix what they say, and come with no limiter rather
+// than a nil *limiter in the interface.
 func build(policy string, rates []Rate, opts []Option) (adapterLimiter, error) {
 	site := registration()
 	l, err := newLimiter(site, policy, rates, opts)
 	if err != nil {
-		return nil, site.wrap(err)
+		return nil, fmt.Errorf("%w (limit registered %s)", err, site.where())
 	}
 	return l, nil
 }
@@ -153,9 +152,7 @@ func (l *limiter) register(site registrationSite) error {
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
-	// Where another limit on the request took the plain names: the WithScope name tells
-	// the client which limit a member is; else its place among the limits of those names
-	// on the request, counted from the plain one (see freeNames).
+	// A WithScope name tells the client which limit a member is.
 	l.altSuffix = placeSuffix
 	if l.cfg.scope != "" {
 		l.altSuffix = "#" + l.cfg.scope
@@ -197,7 +194,6 @@ func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
 	}
 	l.rateNames, l.policyField = l.names("")
 	l.policyValue[0] = l.policyField
-	l.altNames, l.altPolicyField = l.rateNames, l.policyField
 	l.fields = newFieldCache(p)
 	return l, nil
 }
@@ -234,11 +230,15 @@ func (l *limiter) FrameworkIP() bool { return l.cfg.frameworkIP }
 // fail mode decides.
 func (l *limiter) Check(ctx context.Context, in input, h hook.HeaderSetter) (v verdict) {
 	t := l
-	if l.tiers != nil {
-		var limited bool
-		if t, limited = l.tier(in.Request); !limited {
+	if l.tiers != nil && in.Request != nil {
+		// A tier not in WithTiers gets the limit's own policy; "unlimited" is nil.
+		tier, ok := l.tiers[l.cfg.tierPick(in.Request)]
+		if ok && tier == nil {
 			v.Allowed, v.Skipped = true, true
 			return v
+		}
+		if ok {
+			t = tier
 		}
 	}
 	key := t.check(ctx, &in, &v)
@@ -288,9 +288,7 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
-	if c.countWhen != nil {
-		v.Release = l.hold(l.store, q, in.Route, &v.Decision)
-	}
+	v.Release = l.hold(l.store, q, in.Route, &v.Decision)
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
@@ -316,18 +314,13 @@ func requestContext(ctx context.Context, in *input) context.Context {
 // observe tells the observer, if any, of a decision.
 func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time.Duration) {
 	if l.cfg.observer != nil {
-		scope := l.cfg.scope
-		if scope == "" {
-			scope = route
-		}
-		l.cfg.observer(Event{Outcome: o, Scope: scope, Key: q.Key, Policy: l.policy, Decision: v.Decision,
-			Err: v.Err, DryRun: l.cfg.dryRun, StoreTime: took})
+		l.cfg.observer(Event{Outcome: o, Scope: cmp.Or(l.cfg.scope, route), Key: q.Key, Policy: l.policy,
+			Decision: v.Decision, Err: v.Err, DryRun: l.cfg.dryRun, StoreTime: took})
 	}
 }
 
-// scope names the bucket's scope for a request on route: the explicit scope or the route,
-// set apart from other limits' and tiers' (ident). An unknown route is "": one scope for
-// all of them.
+// scope names the bucket's scope for a request on route ("" if unknown: one scope for all):
+// the explicit scope or the route, set apart from other limits' and tiers' by ident.
 func (l *limiter) scope(route string) string {
 	if l.cfg.scope != "" {
 		route = l.cfg.scope
@@ -339,10 +332,9 @@ func (l *limiter) scope(route string) string {
 }
 
 // A scopeCache keeps the scopes of a limit whose buckets carry an ident, so that joining
-// route and ident allocates once per route rather than once per request. Routes are read
-// on every request and added rarely: readers look a route up in an immutable map that a
-// new route replaces by a copy. Past maxCachedScopes routes, a new route's scope is joined
-// per request instead.
+// route and ident allocates once per route, not per request. Readers look a route up in an
+// immutable map that a new route replaces by a copy; past maxCachedScopes routes, a new
+// route's scope is joined per request.
 type scopeCache struct {
 	routes atomic.Pointer[map[string]string] // route: scope
 	mu     sync.Mutex                        // serializes adding routes
@@ -360,7 +352,7 @@ func (c *scopeCache) get(route, ident string) string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var old map[string]string
+	old := map[string]string{}
 	if m := c.routes.Load(); m != nil {
 		old = *m
 	}
@@ -370,11 +362,7 @@ func (c *scopeCache) get(route, ident string) string {
 	scope := route + ident
 	if len(old) < maxCachedScopes {
 		m := maps.Clone(old)
-		if m == nil {
-			m = map[string]string{}
-		}
-		route = strings.Clone(route) // it may live in a buffer the adapter reuses
-		m[route] = scope
+		m[strings.Clone(route)] = scope // route may live in a buffer the adapter reuses
 		c.routes.Store(&m)
 	}
 	return scope
@@ -401,11 +389,10 @@ func (l *limiter) key(ctx context.Context, in *input) string {
 	return fallbackKeyPrefix + l.clientKey(ctx, in)
 }
 
-// tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it
-// could never be admitted, and admitting it uncounted would break the limit. Waiting
-// cannot help, so the refusal is 413 without Retry-After rather than a 429 inviting a
-// retry. The error hook is told, since a cost function that returns more than the count
-// is a bug or a request the application should have refused itself.
+// tooCostly refuses a request whose cost exceeds the limit, whatever the fail mode: it could
+// never be admitted, and admitting it uncounted would break the limit. Waiting cannot help,
+// so it is 413 without Retry-After, not a 429 inviting a retry. The error hook is told: a
+// cost above the count is a bug, or a request the application should have refused itself.
 func (l *limiter) tooCostly(ctx context.Context, q Query, route string, err error) verdict {
 	err = fmt.Errorf("reqlimit: cost %d refused for %s %q: %w", q.Cost, q.Policy, route, err)
 	l.report(ctx, err, requestError)
@@ -435,7 +422,8 @@ func (l *limiter) report(ctx context.Context, err error, kind int) {
 		l.cfg.onError(ctx, err)
 	} else if now := time.Now().Unix(); lastLog[kind].Swap(now) != now {
 		if kind == storeError {
-			slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", l.cfg.failMode.name())
+			mode := [...]string{FailOpen: "open", FailClosed: "closed", FailLocal: "local"}[l.cfg.failMode]
+			slog.WarnContext(ctx, "rate limit", "err", err, "fail_mode", mode)
 		} else { // the fail mode did not decide it: naming one would read as an outage
 			slog.WarnContext(ctx, "rate limit", "err", err)
 		}
@@ -444,9 +432,8 @@ func (l *limiter) report(ctx context.Context, err error, kind int) {
 
 // failed applies the fail mode to a store error. A request whose own context ended first
 // (its client hung up, or its deadline passed) is refused as under FailClosed whatever the
-// mode: the store did not fail, and admitting the request uncounted would let any client
-// skip the limit by hanging up. A hang-up is not reported: it is neither a bug nor an
-// outage.
+// mode: the store did not fail, and admitting it uncounted would let any client skip the
+// limit by hanging up. A hang-up is not reported: it is neither a bug nor an outage.
 func (l *limiter) failed(ctx context.Context, q Query, route string, err error, took time.Duration) verdict {
 	c := &l.cfg
 	gone, kind := ended(ctx), storeError
@@ -477,14 +464,13 @@ func (l *limiter) failed(ctx context.Context, q Query, route string, err error, 
 	return v
 }
 
-// scopedLocals are FailLocal's stand-ins for limits named with WithScope, one for each
-// name, so that limits sharing a quota share it in the stand-in too, rather than each
-// granting it again; they hold no store, whatever store failed.
+// scopedLocals are FailLocal's stand-ins for limits named with WithScope, one per name, so
+// that limits sharing a quota share it in the stand-in too, whatever store failed.
 var scopedLocals sync.Map // scope name → *MemoryStore
 
-// localStore returns the in-memory store where FailLocal decides while a limit's store is
-// down: a limit without a scope name has buckets of its own, and a stand-in of its own,
-// which goes with it (a test that registers the limit again starts empty).
+// localStore returns the memory store where FailLocal decides while a limit's store is
+// down. A limit without a scope name has a stand-in of its own, which goes with it (a test
+// that registers the limit again starts empty).
 func localStore(scope string) *MemoryStore {
 	if scope == "" {
 		return NewMemoryStore(nil)
@@ -505,24 +491,10 @@ func ended(ctx context.Context) bool {
 	return ok && !time.Now().Before(d)
 }
 
-// name names the fail mode, for logs.
-func (m FailMode) name() string {
-	switch m {
-	case FailOpen:
-		return "open"
-	case FailClosed:
-		return "closed"
-	case FailLocal:
-		return "local"
-	}
-	return "failmode(" + itoa(int(m)) + ")"
-}
-
 // DenyBody returns the plain-text body of a refusal with status whose verdict carried err.
-// A store failure refused undecided with WithFailStatus's own status says that status, or
-// that the limit could not decide when the status has no text (the deny body would read
-// as the client having sent too much); one FailLocal refused over the limit, with the deny
-// status, gets the deny body.
+// A store failure refused with WithFailStatus's own status says that status, or that the
+// limit could not decide if the status has no text (the deny body would read as the client
+// having sent too much); FailLocal's refusal over the limit gets the deny body.
 func (l *limiter) DenyBody(status int, err error) string {
 	switch {
 	case err == nil:
@@ -532,17 +504,10 @@ func (l *limiter) DenyBody(status int, err error) string {
 		if text := http.StatusText(status); text != "" {
 			return text + "\n"
 		}
-		return undecidedBody
+		return "Rate Limit Unavailable\n"
 	}
 	return l.cfg.denyBody
 }
-
-// undecidedBody is the body of a store failure refused with a WithFailStatus status that
-// has no text of its own.
-const undecidedBody = "Rate Limit Unavailable\n"
-
-// neverAdmitted reports whether v refuses a request that waiting cannot help.
-func neverAdmitted(v *verdict) bool { return v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) }
 
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)

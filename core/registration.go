@@ -37,8 +37,9 @@ func registration() registrationSite {
 	pcs := make([]uintptr, 48)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
 	var site registrationSite
-	for {
-		f, more := frames.Next()
+	for more := true; more && len(site.stack) < maxSiteFrames; {
+		var f runtime.Frame
+		f, more = frames.Next()
 		if site.stack == nil && isLibraryFrame(f.Function) {
 			site.fn = strings.TrimPrefix(f.Function, ownModule) // the outermost one wins
 		}
@@ -51,30 +52,21 @@ func registration() registrationSite {
 			// The call's offset in its function tells apart two calls on one line, and,
 			// unlike the address, is the same in every process running the build.
 			site.stack = append(site.stack, f.Function+":"+strconv.Itoa(f.Line)+"+"+strconv.FormatUint(uint64(f.PC-f.Entry), 16))
-			if len(site.stack) == maxSiteFrames {
-				break
-			}
-		}
-		if !more {
-			break
 		}
 	}
 	return site
 }
 
-// isLibraryFrame reports whether fn belongs to one of this module's library packages
-// (core, its stores, the adapters), rather than to an application, a test, a test helper
-// package (named like httptest: adaptertest, storetest), or one of the applications the
-// repository ships (examples/..., grpclimit/example, docs/...), whose frames are callers.
+// isLibraryFrame reports whether fn belongs to one of this module's library packages (core,
+// its stores, the adapters), not to a caller: an application, a test, a test helper package
+// (named like httptest: storetest), or an application the repository ships (examples/...,
+// grpclimit/example, docs/...).
 func isLibraryFrame(fn string) bool {
 	rest, ok := strings.CutPrefix(fn, ownModule)
 	if !ok {
 		return false
 	}
-	pkg := rest
-	if i := strings.IndexByte(rest, '.'); i >= 0 {
-		pkg = rest[:i] // "core", "internal/adaptertest", "ginlimit_test"
-	}
+	pkg, _, _ := strings.Cut(rest, ".") // "core", "internal/adaptertest", "ginlimit_test"
 	app := strings.HasPrefix(pkg, "examples/") || strings.HasPrefix(pkg, "docs/") || strings.HasSuffix(pkg, "/example")
 	return !app && !strings.HasSuffix(pkg, "test")
 }
@@ -92,20 +84,12 @@ func (s registrationSite) where() string {
 	return site
 }
 
-// wrap adds the site to a registration error, last: the error says what is wrong, the
-// site where to fix it.
-func (s registrationSite) wrap(err error) error {
-	return fmt.Errorf("%w (limit registered %s)", err, s.where())
-}
-
-// identify returns what sets the buckets of a limit registered at stack (its application
-// frames, innermost first) apart from those of every other limit with the same policy: a
-// hash of that stack, the same in every process running the build, whatever the order in
-// which it registers its limits. No counter or registration order enters it, so instances
-// that register the same limits in another order share each limit's buckets on a shared
-// store; two limits registered in different places never share one, and the same code
-// registering again (a rebuilt router) gets the same buckets. Limits one loop or helper
-// registers share a site: WithScope names them apart where they stack on one route.
+// identify returns what sets apart the buckets of a limit registered at stack (its
+// application frames, innermost first) from every other limit's of the same policy: a hash
+// of the stack, the same in every process running the build. No counter or registration
+// order enters it, so instances that register their limits in another order still share
+// each limit's buckets on a shared store, and a rebuilt router gets the same buckets. Limits
+// one loop or helper registers share a site: WithScope names them apart on one route.
 func identify(stack []string) string {
 	h := fnv.New64a()
 	// Joined by newlines, as before every limit had an ident: those limits keep their buckets.
@@ -118,38 +102,24 @@ func identify(stack []string) string {
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
 }
 
-// errNoSite refuses a limit without WithScope on a store other than the memory store
-// when none of the frames that registered it is the application's: its identity would
-// be the same as any other such limit's of its policy, one bucket on a store that other
-// processes share.
+// errNoSite refuses a limit without WithScope on a store other than the memory store when
+// no application frame registered it: it would share its buckets with any other such
+// limit of its policy, on a store that other processes share.
 var errNoSite = errors.New("no application frame registered this limit, so its buckets cannot be told apart from another such limit's of the same policy: name them with WithScope(name)")
 
-// styleName names a header style as its constant, for errors.
-func styleName(s HeaderStyle) string {
-	switch s {
-	case HeadersStandard:
-		return "HeadersStandard"
-	case HeadersLegacy:
-		return "HeadersLegacy"
-	case HeadersBoth:
-		return "HeadersBoth"
-	case HeadersOff:
-		return "HeadersOff"
-	}
-	return "HeaderStyle(" + itoa(int(s)) + ")"
-}
-
-// unusable returns an error for options that the function registering the limit (fn, such
-// as "ginlimit.Limit") cannot apply, which would otherwise be ignored without a word: a
-// forwarded header without the proxies it is read from, another adapter's option (a deny
-// handler that would never answer), WithClientIPFromFramework where the framework has no
-// client IP of its own, and a partition key in fields that carry none.
+// unusable refuses options that would otherwise be ignored without a word: a forwarded
+// header without the proxies it is read from, a partition key in fields that carry none,
+// and, for fn registering the limit (such as "ginlimit.Limit"), WithClientIPFromFramework
+// where the framework has no client IP, or another adapter's option (a deny handler that
+// would never answer).
 func unusable(c *config, fn string) error {
 	if c.forwardedHeader != "" && len(c.trusted) == 0 && !c.trustUnix {
 		return fmt.Errorf("WithForwardedHeader(%q) without WithTrustedProxies: a forwarded header is read only from trusted proxies; name yours", c.forwardedHeader)
 	}
 	if c.pkSecret != nil && c.headers != HeadersStandard && c.headers != HeadersBoth {
-		return fmt.Errorf("WithPartitionKey with WithHeaders(%s): pk is a parameter of the RateLimit-Policy field, which that style does not send; use HeadersStandard or HeadersBoth, or leave WithPartitionKey out", styleName(c.headers))
+		// WithHeaders has refused any other style.
+		style := [...]string{HeadersLegacy: "HeadersLegacy", HeadersOff: "HeadersOff"}[c.headers]
+		return fmt.Errorf("WithPartitionKey with WithHeaders(%s): pk is a parameter of the RateLimit-Policy field, which that style does not send; use HeadersStandard or HeadersBoth, or leave WithPartitionKey out", style)
 	}
 	if fn == "" {
 		return nil
@@ -158,10 +128,8 @@ func unusable(c *config, fn string) error {
 		return fmt.Errorf("WithClientIPFromFramework: %s has no framework client IP; name your proxies with WithTrustedProxies", fn)
 	}
 	slash := strings.LastIndexByte(fn, '/') + 1
-	pkg := fn
-	if dot := strings.IndexByte(fn[slash:], '.'); dot >= 0 {
-		pkg = fn[:slash+dot] // "echolimit/v5" of "echolimit/v5.Limit"
-	}
+	name, _, _ := strings.Cut(fn[slash:], ".")
+	pkg := fn[:slash] + name // "echolimit/v5" of "echolimit/v5.Limit"
 	for key := range c.extensions {
 		from, ok := strings.CutPrefix(reflect.TypeOf(key).PkgPath(), ownModule)
 		if ok && from != pkg && !strings.HasPrefix(from, "internal/") && (pkg != "chilimit" || from != "nethttp") { // chilimit's limits are nethttp's

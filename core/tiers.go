@@ -63,15 +63,3 @@ func (l *limiter) buildTiers() error {
 	}
 	return nil
 }
-
-// tier returns the limiter deciding r, and false when its tier is unlimited.
-func (l *limiter) tier(r Request) (*limiter, bool) {
-	if r == nil {
-		return l, true
-	}
-	t, ok := l.tiers[l.cfg.tierPick(r)]
-	if !ok {
-		return l, true
-	}
-	return t, t != nil
-}

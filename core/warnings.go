@@ -10,16 +10,15 @@ import (
 	"sync/atomic"
 )
 
-// WithWarnings(false) turns off the limit's warnings, on by default. A limit warns when
-// it limits the wrong clients without failing: a forwarded header from a loopback,
-// private or link-local peer that WithTrustedProxies does not trust (a proxy whose
-// clients all share its bucket); in an adapter whose middleware can run before routing
-// (nethttp), a request keyed with no route that the router then routed (every route
-// shares one bucket); WithClientIPFromFramework where the framework would take the
-// client IP from any client, so the limit keys by the peer (see that option). Each
-// warning names the fix and is given once per limit, to the error hook or else to slog at
-// level Warn; it never changes a decision. Public peers' headers are never looked at, nor
-// local peers' once many came without one.
+// WithWarnings(false) turns off the limit's warnings, on by default. A limit warns when it
+// limits the wrong clients without failing: a forwarded header from a loopback, private or
+// link-local peer that WithTrustedProxies does not trust (a proxy whose clients all share
+// its bucket); a request keyed with no route that the router then routed, in an adapter
+// whose middleware can run before routing (nethttp: every route shares one bucket);
+// WithClientIPFromFramework where the framework would take the client IP from any client,
+// so the limit keys by the peer. Each warning names the fix and is given once per limit, to
+// the error hook or else to slog at level Warn; it never changes a decision. Public peers'
+// headers are never looked at, nor local peers' once many came without one.
 func WithWarnings(on bool) Option {
 	return func(c *config) error { c.noWarnings = !on; return nil }
 }
@@ -27,17 +26,14 @@ func WithWarnings(on bool) Option {
 // warnings are what a limit, with its tiers, has warned of. A flag is set once warned, or
 // from the start where the warning cannot apply, so the request path reads one flag.
 type warnings struct {
-	forwarded atomic.Bool // a forwarded header from an untrusted local peer
-	unrouted  atomic.Bool // a request keyed with no route, then routed
-	framework atomic.Bool // WithClientIPFromFramework not followed (see WarnFrameworkIP)
-
-	// unheaded counts down local peers' requests without a forwarded header: behind a
-	// proxy nearly every request has one, so after many without there is no proxy.
-	unheaded atomic.Int32
+	forwarded atomic.Bool  // a forwarded header from an untrusted local peer
+	unrouted  atomic.Bool  // a request keyed with no route, then routed
+	framework atomic.Bool  // WithClientIPFromFramework not followed (see WarnFrameworkIP)
+	unheaded  atomic.Int32 // counts down from localLooks
 }
 
-// localLooks is how many local peers' requests without a forwarded header a limit looks
-// at before it stops looking.
+// localLooks is how many local peers' requests without a forwarded header a limit looks at:
+// behind a proxy nearly every request has one, so after that many without there is no proxy.
 const localLooks = 1 << 10
 
 func newWarnings(cfg *config) *warnings {
@@ -62,12 +58,10 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 	slog.WarnContext(ctx, "rate limit misconfigured", "warning", err.Error())
 }
 
-// untrustedPeer is told of a request keyed by its own peer's address addr, the zero Addr
-// for a peer without one (a unix socket). It warns once if the peer is local and sent a
-// forwarded header; a client on the open internet can neither make the limit look nor
-// fill the log. It reads only the request's header fields, which every adapter passes
-// (see hook.Limiter.NeedsRequest), and warns in the context Check was given, naming the
-// route the request was keyed by.
+// untrustedPeer is told of a request keyed by its own peer's address addr (the zero Addr
+// for a unix socket). It warns once if the peer is local and sent a forwarded header: a
+// client on the open internet can neither make the limit look nor fill the log. It reads
+// only the request's header fields, which every adapter passes (see NeedsRequest).
 func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input) {
 	r := in.Request
 	if r == nil || in.Forwarded || l.warned.forwarded.Load() {
@@ -79,7 +73,13 @@ func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input)
 			return
 		}
 	}
-	name := l.forwardedSeen(r)
+	name := ""
+	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+		if n != "" && r.Header(n) != "" {
+			name = n
+			break
+		}
+	}
 	if name == "" {
 		if l.warned.unheaded.Add(-1) == 0 {
 			l.warned.forwarded.Store(true)
@@ -89,16 +89,6 @@ func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input)
 	if l.warned.forwarded.CompareAndSwap(false, true) {
 		l.warnForwarded(requestContext(ctx, in), name, kind, addr, in.Route)
 	}
-}
-
-// forwardedSeen returns the name of a forwarded header r carries, or "".
-func (l *limiter) forwardedSeen(r Request) string {
-	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
-		if n != "" && r.Header(n) != "" {
-			return n
-		}
-	}
-	return ""
 }
 
 // warnForwarded warns of a forwarded header name from an untrusted local peer.
@@ -131,9 +121,7 @@ func (l *limiter) warnForwarded(ctx context.Context, name, kind string, addr net
 
 // named names the limit, and the route or scope it keyed a request by, for a warning.
 func (l *limiter) named(route string) string {
-	if l.cfg.scope != "" {
-		route = l.cfg.scope
-	}
+	route = cmp.Or(l.cfg.scope, route)
 	if route == "" {
 		return "limit " + l.policy.String()
 	}
