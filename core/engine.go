@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/reqlimit/reqlimit/internal/bounds"
@@ -324,5 +323,3 @@ func floorDiv(a, b int64) int64 {
 func slot(k int64) int {
 	return bCounts + int(k-floorDiv(k, bounds.Buckets+1)*(bounds.Buckets+1))
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

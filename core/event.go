@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // An Outcome is what happened to one request.
 type Outcome uint8
@@ -19,7 +22,7 @@ func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
 	}
-	return "outcome(" + itoa(int(o)) + ")"
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
 // An Event describes one decision, for observers.
