@@ -288,7 +288,9 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
-	v.Release = l.hold(l.store, q, in.Route, &v.Decision)
+	if c.countWhen != nil {
+		v.Release = l.hold(l.store, q, in.Route, &v.Decision)
+	}
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
