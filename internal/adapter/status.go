@@ -60,6 +60,8 @@ func (s *StatusWriter) sent(status int) {
 	}
 }
 
+// WriteHeader records the first final status (or a switch of protocols), not a 1xx one
+// that precedes it.
 func (s *StatusWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		s.sent(code)
@@ -67,6 +69,7 @@ func (s *StatusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Write records 200 when no status was written first, as net/http sends it.
 func (s *StatusWriter) Write(p []byte) (int, error) {
 	s.sent(http.StatusOK)
 	return s.ResponseWriter.Write(p)
