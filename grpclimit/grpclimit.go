@@ -7,17 +7,22 @@
 //		"helloworld.Greeter":           "100/1m", // every other method of the service
 //	})
 //	s := grpc.NewServer(grpc.UnaryInterceptor(limits.Unary()), grpc.StreamInterceptor(limits.Stream()))
+//	pb.RegisterGreeterServer(s, &greeter{})
+//	if err := limits.Verify(s.GetServiceInfo()); err != nil { // a misspelled name
+//		log.Fatal(err)
+//	}
 //
 // "N/T" means that in any interval of length T at most N calls of a method get through per
-// client, which is the peer's IP address (IPv6 grouped by /64; x-forwarded-for counts
-// only with core.WithTrustedProxies). The most specific entry decides a call: its full
-// method name, then its service, then "*", which matches every method. A method no entry
-// matches is not limited. Each method has buckets of its own, also under a service or "*"
-// entry; core.WithScope makes the methods share one. Calls that grpc.UnknownServiceHandler
-// serves share one bucket per client under "*" (per service under a service entry), since
-// their names are the client's; so do the bidirectional stream methods of a service
-// registered with a nil implementation, which grpc passes to interceptors alike: give such
-// a service any non-nil implementation to key its methods apart.
+// client, which is the peer's IP address (IPv6 grouped by /64; x-forwarded-for counts only
+// with core.WithTrustedProxies). The most specific entry decides a call: its full method
+// name, then its service, then "*", which matches every method. A method no entry matches
+// is not limited; Verify finds entries that match no registered method. Each method has
+// buckets of its own, also under a service or "*" entry; core.WithScope makes the methods
+// share one. Calls that grpc.UnknownServiceHandler serves share one bucket per client
+// under "*" (per service under a service entry), since their names are the client's; so do
+// the bidirectional stream methods of a service registered with a nil implementation,
+// which grpc passes to interceptors alike: give such a service any non-nil implementation
+// to key its methods apart.
 //
 // A refused call fails at once with codes.ResourceExhausted and a google.rpc.RetryInfo
 // detail holding the exact wait (RetryDelay reads it back). Every limited call, admitted
@@ -57,6 +62,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -174,6 +180,38 @@ func New(limits map[string]string, opts ...core.Option) (*Interceptors, error) {
 		}
 	}
 	return ic, nil
+}
+
+// Verify returns an error naming each entry that matches nothing in services, which
+// grpc.Server's GetServiceInfo returns once every service is registered: a misspelled
+// method or service name is never matched, so its calls would have no limit. Call it
+// before Serve; the interceptors cannot know the server's methods themselves.
+func (ic *Interceptors) Verify(services map[string]grpc.ServiceInfo) error {
+	registered := strings.Join(slices.Sorted(maps.Keys(services)), ", ")
+	var errs []error
+	for name := range ic.services {
+		if _, ok := services[name]; !ok {
+			errs = append(errs, fmt.Errorf("grpclimit: %q: the server has no service %s (it has %s)", name, name, registered))
+		}
+	}
+	for full := range ic.methods {
+		svc, method, _ := strings.Cut(full[1:], "/")
+		info, ok := services[svc]
+		if !ok {
+			errs = append(errs, fmt.Errorf("grpclimit: %q: the server has no service %s (it has %s)", full, svc, registered))
+			continue
+		}
+		var names []string
+		for _, m := range info.Methods {
+			names = append(names, m.Name)
+		}
+		if !slices.Contains(names, method) {
+			slices.Sort(names)
+			errs = append(errs, fmt.Errorf("grpclimit: %q: service %s has no method %s (it has %s)", full, svc, method, strings.Join(names, ", ")))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // Must is New for limits written in the program: an error panics, like regexp.MustCompile.

@@ -42,6 +42,9 @@ func newServer(opts ...core.Option) *grpc.Server {
 	s := grpc.NewServer(grpc.UnaryInterceptor(limits.Unary()), grpc.StreamInterceptor(limits.Stream()))
 	s.RegisterService(&greeterDesc, greeter{})
 	healthpb.RegisterHealthServer(s, health.NewServer())
+	if err := limits.Verify(s.GetServiceInfo()); err != nil {
+		log.Fatal(err) // a misspelled name would limit nothing
+	}
 	return s
 }
 
