@@ -201,14 +201,11 @@ func construct(rates []Rate, text bool, altSuffix string, cfg config) (*limiter,
 // names names the limit's rates in its RateLimit and RateLimit-Policy list members, each
 // rate's text then suffix, and returns the RateLimit-Policy members they make.
 func (l *limiter) names(suffix string) (names []string, policyField string) {
-	p := l.policy
-	names = make([]string, len(p.rates))
-	items := make([]string, len(p.rates))
-	for i, r := range p.rates {
+	names = make([]string, len(l.policy.rates))
+	for i, r := range l.policy.rates {
 		names[i] = sfName(r.String() + suffix)
-		items[i] = policyItem(names[i], r)
 	}
-	return names, strings.Join(items, ", ")
+	return names, formatPolicy(names, l.policy.rates, "")
 }
 
 // Policy returns the limiter's policy.
