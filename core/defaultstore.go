@@ -47,14 +47,14 @@ func checkStore(fn string, s Store) error {
 	if s == nil {
 		return fmt.Errorf("%s(nil): a store is required", fn)
 	}
-	if m, ok := s.(*MemoryStore); ok && m != nil && m.now == nil {
-		return fmt.Errorf("%s(%T) not made by core.NewMemoryStore: create it with core.NewMemoryStore(nil)", fn, s)
-	}
 	switch v := reflect.ValueOf(s); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
 		if v.IsNil() {
 			return fmt.Errorf("%s((%T)(nil)): the store was never created: create it (core.NewMemoryStore, redisstore.New) or leave it out for the default store", fn, s)
 		}
+	}
+	if m, ok := s.(*MemoryStore); ok && m.now == nil {
+		return fmt.Errorf("%s(%T) not made by core.NewMemoryStore: create it with core.NewMemoryStore(nil)", fn, s)
 	}
 	return nil
 }

@@ -266,13 +266,17 @@ func sfName(name string) string {
 	return b.String()
 }
 
-// policyItem formats one rate of the RateLimit-Policy field. The window w is whole
-// seconds and optional: a period not of whole seconds leaves it out rather than advertise
-// a longer window (5/10ms as w=1); the item's name still spells the period.
-func policyItem(name string, r Rate) string {
-	item := `"` + name + `";q=` + strconv.Itoa(r.Count)
-	if r.Period%time.Second == 0 {
-		item += ";w=" + strconv.FormatInt(int64(r.Period/time.Second), 10)
+// formatPolicy formats the RateLimit-Policy field of rates under names, params ending each
+// member. The window w is whole seconds and optional: a period not of whole seconds leaves
+// it out rather than advertise a longer window (5/10ms as w=1); the name still spells it.
+func formatPolicy(names []string, rates []Rate, params string) string {
+	items := make([]string, len(rates))
+	for i, r := range rates {
+		items[i] = `"` + names[i] + `";q=` + strconv.Itoa(r.Count)
+		if r.Period%time.Second == 0 {
+			items[i] += ";w=" + strconv.FormatInt(int64(r.Period/time.Second), 10)
+		}
+		items[i] += params
 	}
-	return item
+	return strings.Join(items, ", ")
 }

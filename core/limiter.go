@@ -119,7 +119,11 @@ func newLimiter(site registrationSite, policy string, rates []Rate, opts []Optio
 			return nil, err
 		}
 	}
-	l, err := construct(rates, text, cfg)
+	altSuffix := placeSuffix
+	if cfg.scope != "" {
+		altSuffix = "#" + cfg.scope
+	}
+	l, err := construct(rates, text, altSuffix, cfg)
 	if err == nil && cfg.tierPick != nil {
 		err = l.buildTiers()
 	}
@@ -133,7 +137,7 @@ func newLimiter(site registrationSite, policy string, rates []Rate, opts []Optio
 }
 
 // register checks that the new limit l can be used where site registered it, and
-// completes it: its identity, its tiers', the names of its list members, its quota.
+// completes it: its identity, its tiers', its quota.
 func (l *limiter) register(site registrationSite) error {
 	if err := unusable(&l.cfg, site.fn); err != nil {
 		return err
@@ -152,12 +156,6 @@ func (l *limiter) register(site registrationSite) error {
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
-	// A WithScope name tells the client which limit a member is.
-	l.altSuffix = placeSuffix
-	if l.cfg.scope != "" {
-		l.altSuffix = "#" + l.cfg.scope
-	}
-	l.altNames, l.altPolicyField = l.names(l.altSuffix)
 	if l.cfg.quota != nil {
 		l.cfg.quota.register(l, strings.Join(site.stack, "\n"), l.cfg.extensions[hook.BatchKey{}])
 	}
@@ -165,8 +163,8 @@ func (l *limiter) register(site registrationSite) error {
 }
 
 // construct makes a limiter of rates (and cfg's extra rates) with cfg; text says rates
-// were read from a policy's text.
-func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
+// were read from a policy's text, altSuffix ends its altNames.
+func construct(rates []Rate, text bool, altSuffix string, cfg config) (*limiter, error) {
 	l := &limiter{cfg: cfg}
 	p, err := NewPolicy(append(append([]Rate(nil), rates...), l.cfg.extraRates...)...)
 	if err == nil && !l.cfg.shortPeriods {
@@ -194,6 +192,8 @@ func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
 	}
 	l.rateNames, l.policyField = l.names("")
 	l.policyValue[0] = l.policyField
+	l.altSuffix = altSuffix
+	l.altNames, l.altPolicyField = l.names(altSuffix)
 	l.fields = newFieldCache(p)
 	return l, nil
 }
@@ -201,14 +201,11 @@ func construct(rates []Rate, text bool, cfg config) (*limiter, error) {
 // names names the limit's rates in its RateLimit and RateLimit-Policy list members, each
 // rate's text then suffix, and returns the RateLimit-Policy members they make.
 func (l *limiter) names(suffix string) (names []string, policyField string) {
-	p := l.policy
-	names = make([]string, len(p.rates))
-	items := make([]string, len(p.rates))
-	for i, r := range p.rates {
+	names = make([]string, len(l.policy.rates))
+	for i, r := range l.policy.rates {
 		names[i] = sfName(r.String() + suffix)
-		items[i] = policyItem(names[i], r)
 	}
-	return names, strings.Join(items, ", ")
+	return names, formatPolicy(names, l.policy.rates, "")
 }
 
 // Policy returns the limiter's policy.
@@ -275,13 +272,12 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 	}
 	if err != nil {
 		ctx = requestContext(ctx, in)
-		if cerr := q.Policy.checkCost(q.Cost); cerr != nil && !errors.Is(err, ErrCostTooHigh) {
-			// A store that failed before it checked the cost: too costly all the same,
-			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
-			err = cerr
-		}
 		if errors.Is(err, ErrCostTooHigh) {
 			*v = l.tooCostly(ctx, q, in.Route, err)
+		} else if cerr := q.Policy.checkCost(q.Cost); cerr != nil {
+			// A store that failed before it checked the cost: too costly all the same,
+			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
+			*v = l.tooCostly(ctx, q, in.Route, cerr)
 		} else {
 			*v = l.failed(ctx, q, in.Route, err, took)
 		}

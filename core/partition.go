@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"strings"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -35,11 +34,7 @@ func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
 	mac := hmac.New(sha256.New, l.cfg.pkSecret)
 	mac.Write([]byte(key))
 	pk := ";pk=:" + base64.StdEncoding.EncodeToString(mac.Sum(nil)[:12]) + ":"
-	items := make([]string, len(l.policy.rates))
-	for i, r := range l.policy.rates {
-		items[i] = policyItem(names[i], r) + pk
-	}
-	policy, field := strings.Join(items, ", "), l.rateLimitField(d, names)+pk
+	policy, field := formatPolicy(names, l.policy.rates, pk), l.rateLimitField(d, names)+pk
 	if len(lines) > 0 {
 		a.Add(hook.HeaderRateLimitPolicy, policy)
 		a.Add(hook.HeaderRateLimit, field)

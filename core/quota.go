@@ -202,13 +202,12 @@ func (l *limiter) buckets(key string) []quotaBucket {
 	}
 	ts := []*limiter{l}
 	for _, name := range slices.Sorted(maps.Keys(l.tiers)) {
-		ts = append(ts, l.tiers[name])
+		if t := l.tiers[name]; t != nil { // an unlimited tier has no bucket
+			ts = append(ts, t)
+		}
 	}
 	var bs []quotaBucket
 	for _, t := range ts {
-		if t == nil {
-			continue // an unlimited tier, which has no bucket
-		}
 		for _, k := range keys {
 			q := Query{Policy: t.policy, Scope: t.scope(""), Key: k, Mode: Peek, Cost: 1}
 			bs = append(bs, quotaBucket{bucketID{store, t.policy.text, q.Scope, k}, q})

@@ -93,12 +93,7 @@ func (s registrationSite) where() string {
 func identify(stack []string) string {
 	h := fnv.New64a()
 	// Joined by newlines, as before every limit had an ident: those limits keep their buckets.
-	for i, f := range stack {
-		if i > 0 {
-			h.Write([]byte{'\n'})
-		}
-		h.Write([]byte(f))
-	}
+	h.Write([]byte(strings.Join(stack, "\n")))
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
 }
 

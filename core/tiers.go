@@ -7,9 +7,6 @@ import (
 	"slices"
 )
 
-// unlimited, as a tier's policy in WithTiers, lets the tier's requests through uncounted.
-const unlimited = "unlimited"
-
 // WithTiers picks each request's policy: pick names its tier (a value your authentication
 // stored, never a header the client writes), and tiers maps names to policies in
 // ParsePolicy's form, or to "unlimited", let through uncounted. A tier "" or not in tiers
@@ -28,7 +25,7 @@ func WithTiers(pick func(Request) string, tiers map[string]string) Option {
 			if name == "" {
 				return fmt.Errorf("WithTiers: a tier named \"\" (%q); requests without a tier get the limit's own policy", text)
 			}
-			if text == unlimited {
+			if text == "unlimited" {
 				parsed[name] = nil
 				continue
 			}
@@ -53,12 +50,10 @@ func (l *limiter) buildTiers() error {
 		}
 		cfg := l.cfg
 		cfg.extraRates, cfg.quota, cfg.tierPick, cfg.tierPolicies = nil, nil, nil, nil
-		t, err := construct(p.rates, true, cfg)
+		t, err := construct(p.rates, true, "#"+name, cfg)
 		if err != nil {
 			return fmt.Errorf("WithTiers: tier %q: %w", name, err)
 		}
-		t.altSuffix = "#" + name
-		t.altNames, t.altPolicyField = t.names(t.altSuffix)
 		l.tiers[name] = t
 	}
 	return nil
