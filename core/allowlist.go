@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
@@ -14,8 +13,8 @@ import (
 func WithAllowList(prefixes ...string) Option {
 	return func(c *config) error {
 		for _, s := range prefixes {
-			p, err := parsePrefix(s)
-			if err != nil {
+			p, ok := parsePrefix(s)
+			if !ok {
 				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
 			}
 			if p.Bits() == 0 {
@@ -33,6 +32,5 @@ func WithAllowList(prefixes ...string) Option {
 func (l *limiter) exempt(peer string, r Request) bool {
 	addr, _ := netip.ParseAddr(hook.HostOf(peer))
 	addr, _ = l.proxied(addr, r)
-	addr = addr.Unmap().WithZone("")
-	return slices.ContainsFunc(l.cfg.allow, func(p netip.Prefix) bool { return p.Contains(addr) })
+	return inAny(l.cfg.allow, addr)
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
-// unknownClient is the key of requests whose peer address cannot be parsed (empty, a unix
-// socket): they share one bucket rather than escaping the limit.
-const unknownClient = "unknown"
+// addrKeys remembers the keys of recently seen clients, shared by every limit, so that an
+// IPv6 client (keyed by its prefix) or a client behind trusted proxies costs no allocation
+// per request.
+var addrKeys hook.StringCache
 
 // clientKey returns the key the client of a request counts against: the IP address of
 // in.Peer or, from a trusted proxy, the one it forwarded, IPv6 grouped by prefix. Garbage
@@ -27,7 +28,7 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 			l.untrustedPeer(ctx, netip.Addr{}, in) // a unix socket's peer
 		}
 		if host == "" {
-			return unknownClient
+			return "unknown" // one shared bucket rather than an escape from the limit
 		}
 		return host // a unix socket path or such: still one bucket per name
 	}
@@ -38,12 +39,23 @@ func (l *limiter) clientKey(ctx context.Context, in *input) string {
 	return l.formatAddr(addr)
 }
 
+// formatAddr returns the key of addr, an IPv6 address grouped in its first ipv6Bits bits:
+// the address as netip prints it when the bits cover it all, its prefix otherwise.
 func (l *limiter) formatAddr(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
+	bits := addr.BitLen()
 	if addr.Is6() {
-		return addrKey(addr, l.cfg.ipv6Bits)
+		bits = l.cfg.ipv6Bits
 	}
-	return addrKey(addr, addr.BitLen())
+	p, _ := addr.Prefix(bits)
+	return addrKeys.Get(p.Addr(), bits, prefixKey)
+}
+
+func prefixKey(a netip.Addr, bits int) string {
+	if bits == a.BitLen() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, bits).String()
 }
 
 // proxied returns the client that a trusted proxy at peer forwarded, and whether peer is
@@ -53,7 +65,7 @@ func (l *limiter) formatAddr(addr netip.Addr) string {
 func (l *limiter) proxied(peer netip.Addr, r Request) (netip.Addr, bool) {
 	trusted := l.cfg.trustUnix
 	if peer.IsValid() {
-		trusted = len(l.cfg.trusted) > 0 && l.trusts(peer)
+		trusted = len(l.cfg.trusted) > 0 && inAny(l.cfg.trusted, peer)
 	}
 	if !trusted || r == nil {
 		return peer, false
@@ -61,9 +73,10 @@ func (l *limiter) proxied(peer netip.Addr, r Request) (netip.Addr, bool) {
 	return l.forwardedClient(peer, r), true
 }
 
-func (l *limiter) trusts(a netip.Addr) bool {
+// inAny reports whether a, unmapped and without its zone, is in one of prefixes.
+func inAny(prefixes []netip.Prefix, a netip.Addr) bool {
 	a = a.Unmap().WithZone("")
-	return slices.ContainsFunc(l.cfg.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
+	return slices.ContainsFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // forwardedClient reads the client's address from the one header the trusted proxies set
@@ -108,7 +121,7 @@ func (l *limiter) walk(peer netip.Addr, lines []string, addr func(string) string
 				return client
 			}
 			client = a
-			if !l.trusts(a) {
+			if !inAny(l.cfg.trusted, a) {
 				return a
 			}
 			if comma < 0 {

@@ -217,9 +217,9 @@ func WithTrustedProxies(cidrs ...string) Option {
 				c.trustUnix = true
 				continue
 			}
-			p, err := parsePrefix(s)
-			if err != nil {
-				return fmt.Errorf("WithTrustedProxies: %w", err)
+			p, ok := parsePrefix(s)
+			if !ok {
+				return fmt.Errorf("WithTrustedProxies: bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 			}
 			if p.Bits() == 0 {
 				// Every hop trusted, the client's own leftmost entry would be its key.
@@ -237,12 +237,9 @@ func WithTrustedProxies(cidrs ...string) Option {
 func WithForwardedHeader(name string) Option {
 	return func(c *config) error {
 		c.forwardedHeader = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
-		if err := require(c.forwardedHeader != "", "WithForwardedHeader(%q): a header name is required", name); err != nil {
-			return err
-		}
 		// A name no request can carry would never be found: every request would be keyed
 		// by the proxy, without a word.
-		return require(isFieldName(c.forwardedHeader), "WithForwardedHeader(%q): not a header field name (letters, digits and !#$%%&'*+-.^_`|~ only), such as \"X-Real-IP\"", name)
+		return require(isFieldName(c.forwardedHeader), "WithForwardedHeader(%q): a header name is required (letters, digits and !#$%%&'*+-.^_`|~ only), such as \"X-Real-IP\"", name)
 	}
 }
 
@@ -292,18 +289,16 @@ func require(ok bool, format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
-// parsePrefix reads a CIDR prefix or an address, IPv4-mapped ones as IPv4.
-func parsePrefix(s string) (netip.Prefix, error) {
+// parsePrefix reads a CIDR prefix or an address, IPv4-mapped ones as IPv4, and reports
+// whether s is one.
+func parsePrefix(s string) (netip.Prefix, bool) {
 	p, err := netip.ParsePrefix(s)
-	if a, err2 := netip.ParseAddr(s); err != nil && err2 == nil {
+	if a, err2 := netip.ParseAddr(s); err2 == nil { // an address has no "/", so err != nil
 		p, err = netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 	}
 	if p.Addr().Is4In6() && p.Bits() >= 96 {
 		// ::ffff:10.0.0.0/104 means 10.0.0.0/8: addresses are matched unmapped.
 		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 	}
-	return p.Masked(), nil
+	return p.Masked(), err == nil
 }

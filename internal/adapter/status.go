@@ -33,7 +33,7 @@ func (s *StatusWriter) Wrap() http.ResponseWriter {
 	}
 	switch {
 	case f && h:
-		return flushHijacker{s}
+		return flushHijacker{flusher{s}}
 	case f:
 		return flusher{s}
 	case h:
@@ -117,9 +117,7 @@ type hijacker struct{ *StatusWriter }
 
 func (w hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
 
-type flushHijacker struct{ *StatusWriter }
-
-func (w flushHijacker) Flush() { w.FlushError() }
+type flushHijacker struct{ flusher }
 
 func (w flushHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
 
