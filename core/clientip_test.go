@@ -43,8 +43,15 @@ func limiter(t *testing.T, opts ...core.Option) adapter.Limiter {
 	return l
 }
 
+// TestClientKeyFromPeer: the key of each kind of peer, the same while the limit looks for
+// an untrusted proxy (parsing every peer) and after it stopped (leaving IPv4 peers
+// unparsed).
 func TestClientKeyFromPeer(t *testing.T) {
-	l := limiter(t)
+	quiet := core.WithErrorHook(func(context.Context, error) {}) // a warning would stop the looking
+	stopped := limiter(t)
+	for range core.MaxLooks {
+		stopped.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.200:1", Request: req()}, nil)
+	}
 	forged := req("X-Forwarded-For", "203.0.113.1", "X-Real-Ip", "203.0.113.2", "Forwarded", "for=203.0.113.3")
 	for peer, want := range map[string]string{
 		"192.0.2.1:5555":                    "192.0.2.1",
@@ -61,9 +68,13 @@ func TestClientKeyFromPeer(t *testing.T) {
 		"[::1]:8080":                        "::/64",
 		"300.1.1.1:80":                      "300.1.1.1", // unparsable: kept as a name, still limited
 		"192.0.2.1:5555, 198.51.100.1:1111": "192.0.2.1:5555, 198.51.100.1:1111",
+		"192.0.2.01:80":                     "192.0.2.01", // not canonical: kept as a name
+		"192.0.2.1%eth0":                    "192.0.2.1%eth0",
 	} {
-		if got := core.ClientKey(l, peer, forged); got != want {
-			t.Errorf("peer %q: key %q, want %q", peer, got, want)
+		for name, l := range map[string]adapter.Limiter{"looking": limiter(t, quiet), "stopped looking": stopped} {
+			if got := core.ClientKey(l, peer, forged); got != want {
+				t.Errorf("%s: peer %q: key %q, want %q", name, peer, got, want)
+			}
 		}
 	}
 }

@@ -1,5 +1,5 @@
 package core
 
-// LocalLooks is how many requests from local peers without a forwarded header a limit
-// looks at for one.
-const LocalLooks = localLooks
+// MaxLooks is how many requests without cause to warn of an untrusted proxy a limit
+// looks at.
+const MaxLooks = maxLooks

@@ -228,24 +228,36 @@ func TestWatchingForAProxyAllocatesNothingMore(t *testing.T) {
 	}
 }
 
-// TestForwardedWatchStopsAfterManyLocalRequestsWithoutAHeader: a service called from its
-// own network (local peers, no proxy) would have its requests' headers looked at for
-// ever; after many such requests the limit stops looking, and a header after that goes
+// TestForwardedWatchStopsAfterManyRequestsWithoutCause: a service called from its own
+// network (local peers, no proxy) or from the open internet (public peers, whose headers
+// are no sign of a proxy) would have every request's peer parsed and looked at for ever;
+// after many such requests the limit stops looking, and a header after that goes
 // unremarked. Before that point one is warned of.
-func TestForwardedWatchStopsAfterManyLocalRequestsWithoutAHeader(t *testing.T) {
-	for _, before := range []int{core.LocalLooks - 1, core.LocalLooks} {
-		var log hookLog
-		l, _ := adapter.New(1<<20, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithErrorHook(log.hook))
-		for range before {
-			l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req()}, nil)
-		}
-		l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: req("X-Forwarded-For", "198.51.100.1")}, nil)
-		want := 1
-		if before == core.LocalLooks {
-			want = 0
-		}
-		if n := len(log.got()); n != want {
-			t.Errorf("a header after %d local requests without: %d warnings, want %d", before, n, want)
+func TestForwardedWatchStopsAfterManyRequestsWithoutCause(t *testing.T) {
+	xff := req("X-Forwarded-For", "198.51.100.1")
+	for _, c := range []struct {
+		name string
+		peer string
+		r    core.Request
+	}{
+		{"local peers without a header", "10.0.0.1:1", req()},
+		{"public peers with one", "203.0.113.7:1", xff},
+		{"a unix socket's peer without a header", "@", req()},
+	} {
+		for _, before := range []int{core.MaxLooks - 1, core.MaxLooks} {
+			var log hookLog
+			l, _ := adapter.New(1<<20, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithErrorHook(log.hook))
+			for range before {
+				l.Check(context.Background(), adapter.Input{Route: "/", Peer: c.peer, Request: c.r}, nil)
+			}
+			l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: xff}, nil)
+			want := 1
+			if before == core.MaxLooks {
+				want = 0
+			}
+			if n := len(log.got()); n != want {
+				t.Errorf("%s: a header from a local peer after %d requests: %d warnings, want %d", c.name, before, n, want)
+			}
 		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 // WithClientIPFromFramework where the framework would take the client IP from any client,
 // so the limit keys by the peer. Each warning names the fix and is given once per limit, to
 // the error hook or else to slog at level Warn; it never changes a decision. Public peers'
-// headers are never looked at, nor local peers' once many came without one.
+// headers are never looked at; and a limit stops looking once many requests gave no
+// cause to warn, public peers' or local peers' without a forwarded header.
 func WithWarnings(on bool) Option {
 	return func(c *config) error { c.noWarnings = !on; return nil }
 }
@@ -29,16 +30,18 @@ type warnings struct {
 	forwarded atomic.Bool  // a forwarded header from an untrusted local peer
 	unrouted  atomic.Bool  // a request keyed with no route, then routed
 	framework atomic.Bool  // WithClientIPFromFramework not followed (see WarnFrameworkIP)
-	unheaded  atomic.Int32 // counts down from localLooks
+	looks     atomic.Int32 // counts down from maxLooks
 }
 
-// localLooks is how many local peers' requests without a forwarded header a limit looks at:
-// behind a proxy nearly every request has one, so after that many without there is no proxy.
-const localLooks = 1 << 10
+// maxLooks is how many requests without cause to warn (from a public peer, or from a
+// local one without a forwarded header) a limit looks at: behind a proxy nearly every
+// request comes from it with one, so after that many without there is no proxy to warn of.
+// Looking costs parsing the peer's address, which a key needs only for IPv6.
+const maxLooks = 1 << 10
 
 func newWarnings(cfg *config) *warnings {
 	w := new(warnings)
-	w.unheaded.Store(localLooks)
+	w.looks.Store(maxLooks)
 	// The framework's client IP can be a private address with a forwarded header however
 	// well it is set up; a scope means one bucket for every route.
 	w.forwarded.Store(cfg.noWarnings || cfg.frameworkIP)
@@ -60,28 +63,27 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 
 // untrustedPeer is told of a request keyed by its own peer's address addr (the zero Addr
 // for a unix socket). It warns once if the peer is local and sent a forwarded header: a
-// client on the open internet can neither make the limit look nor fill the log. It reads
-// only the request's header fields, which every adapter passes (see NeedsRequest).
+// client on the open internet can make the limit neither look at its headers nor fill the
+// log. It reads only the request's header fields, which every adapter passes (see
+// NeedsRequest).
 func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input) {
 	r := in.Request
-	if r == nil || in.Forwarded || l.warned.forwarded.Load() {
+	if in.Forwarded || l.warned.forwarded.Load() {
 		return
 	}
 	kind := "unix-socket"
 	if addr.IsValid() {
-		if kind = localAddr(addr); kind == "" {
-			return
-		}
+		kind = localAddr(addr)
 	}
 	name := ""
 	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
-		if n != "" && r.Header(n) != "" {
+		if kind != "" && r != nil && n != "" && r.Header(n) != "" {
 			name = n
 			break
 		}
 	}
 	if name == "" {
-		if l.warned.unheaded.Add(-1) == 0 {
+		if l.warned.looks.Add(-1) == 0 {
 			l.warned.forwarded.Store(true)
 		}
 		return
