@@ -17,10 +17,10 @@ func WithAllowList(prefixes ...string) Option {
 			if !ok {
 				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
 			}
-			if p.Bits() == 0 {
-				return fmt.Errorf("WithAllowList(%q): exempts every client of its address family; to limit no one, leave the limit out", s)
-			}
 			c.allow = append(c.allow, p)
+			if coversAll(c.allow, p.Addr()) {
+				return fmt.Errorf("WithAllowList(%q): the list now holds every %s address, so no %s client is limited; to limit no one, leave the limit out", s, family(p.Addr()), family(p.Addr()))
+			}
 		}
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strings"
 	"time"
 )
@@ -221,11 +222,11 @@ func WithTrustedProxies(cidrs ...string) Option {
 			if !ok {
 				return fmt.Errorf("WithTrustedProxies: bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 			}
-			if p.Bits() == 0 {
-				// Every hop trusted, the client's own leftmost entry would be its key.
-				return fmt.Errorf("WithTrustedProxies(%q): trusts every address, so each client names itself in the forwarded header, a new bucket per request; name your proxies' addresses", s)
-			}
 			c.trusted = append(c.trusted, p)
+			if coversAll(c.trusted, p.Addr()) {
+				// Every hop trusted, the client's own leftmost entry would be its key.
+				return fmt.Errorf("WithTrustedProxies(%q): the trusted ranges now hold every %s address, so each client names itself in the forwarded header, a new bucket per request; name your proxies' addresses", s, family(p.Addr()))
+			}
 		}
 		return nil
 	}
@@ -301,4 +302,41 @@ func parsePrefix(s string) (netip.Prefix, bool) {
 		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 	}
 	return p.Masked(), err == nil
+}
+
+// coversAll reports whether prefixes together hold every address of a's family: trusted
+// or allowed, they would leave that family unlimited however they spell it ("0.0.0.0/0",
+// or "0.0.0.0/1" and "128.0.0.0/1"). It walks up from the family's first address, past
+// the end of each prefix that holds it, until one is missing or the family ends.
+func coversAll(prefixes []netip.Prefix, a netip.Addr) bool {
+	next := netip.IPv4Unspecified()
+	if a.Is6() {
+		next = netip.IPv6Unspecified()
+	}
+	for {
+		i := slices.IndexFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(next) })
+		if i < 0 {
+			return false
+		}
+		if next = lastAddr(prefixes[i]).Next(); !next.IsValid() {
+			return true
+		}
+	}
+}
+
+// lastAddr returns the last address of p, which is masked.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := range b {
+		b[i] |= 0xff >> min(8, max(0, p.Bits()-8*i)) // the byte's host bits
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
 }
