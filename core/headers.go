@@ -227,6 +227,12 @@ func (l *limiter) cachedField(d *Decision) *fieldBox {
 	return f
 }
 
+// ceilSeconds returns d in whole seconds, rounded up: the fields' unit, in which a wait
+// rounded down would send the client back too early.
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
 // rateLimitField formats the RateLimit field with names.
 func (l *limiter) rateLimitField(d *Decision, names []string) string {
 	var buf [len(fieldBox{}.b)]byte

@@ -506,7 +506,3 @@ func (l *limiter) DenyBody(status int, err error) string {
 	}
 	return l.cfg.denyBody
 }
-
-func ceilSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
-}
