@@ -12,15 +12,17 @@ import (
 // a forged header cannot claim it. A bad prefix fails the limit's registration.
 func WithAllowList(prefixes ...string) Option {
 	return func(c *config) error {
+		from := len(c.allow)
 		for _, s := range prefixes {
 			p, ok := parsePrefix(s)
 			if !ok {
 				return fmt.Errorf("WithAllowList(%q): not an address or CIDR prefix; write one such as \"10.0.0.0/8\" or \"::1/128\"", s)
 			}
 			c.allow = append(c.allow, p)
-			if coversAll(c.allow, p.Addr()) {
-				return fmt.Errorf("WithAllowList(%q): the list now holds every %s address, so no %s client is limited; to limit no one, leave the limit out", s, family(p.Addr()), family(p.Addr()))
-			}
+		}
+		if i := firstCover(c.allow, from); i >= 0 {
+			f := family(c.allow[i].Addr())
+			return fmt.Errorf("WithAllowList(%q): the list now holds every %s address, so no %s client is limited; to limit no one, leave the limit out", prefixes[i-from], f, f)
 		}
 		return nil
 	}

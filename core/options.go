@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -213,6 +214,7 @@ func WithDenyResponse(status int, body string) Option {
 // from a loopback, private or link-local peer warned of once (WithWarnings).
 func WithTrustedProxies(cidrs ...string) Option {
 	return func(c *config) error {
+		from, names := len(c.trusted), make([]string, 0, len(cidrs))
 		for _, s := range cidrs {
 			if s == "unix" {
 				c.trustUnix = true
@@ -222,11 +224,11 @@ func WithTrustedProxies(cidrs ...string) Option {
 			if !ok {
 				return fmt.Errorf("WithTrustedProxies: bad proxy address or CIDR %q: want one such as 10.0.0.0/8 or 10.0.0.1, or \"unix\"", s)
 			}
-			c.trusted = append(c.trusted, p)
-			if coversAll(c.trusted, p.Addr()) {
-				// Every hop trusted, the client's own leftmost entry would be its key.
-				return fmt.Errorf("WithTrustedProxies(%q): the trusted ranges now hold every %s address, so each client names itself in the forwarded header, a new bucket per request; name your proxies' addresses", s, family(p.Addr()))
-			}
+			c.trusted, names = append(c.trusted, p), append(names, s)
+		}
+		if i := firstCover(c.trusted, from); i >= 0 {
+			// Every hop trusted, the client's own leftmost entry would be its key.
+			return fmt.Errorf("WithTrustedProxies(%q): the trusted ranges now hold every %s address, so each client names itself in the forwarded header, a new bucket per request; name your proxies' addresses", names[i-from], family(c.trusted[i].Addr()))
 		}
 		return nil
 	}
@@ -304,25 +306,47 @@ func parsePrefix(s string) (netip.Prefix, bool) {
 	return p.Masked(), err == nil
 }
 
-// coversAll reports whether prefixes together hold every address of a's family: trusted
-// or allowed, they would leave that family unlimited however they spell it ("0.0.0.0/0",
-// or "0.0.0.0/1" and "128.0.0.0/1"). It walks up from the family's first address, past
-// the end of each prefix that holds it, until one is missing or the family ends.
-func coversAll(prefixes []netip.Prefix, a netip.Addr) bool {
-	next := netip.IPv4Unspecified()
-	if a.Is6() {
-		next = netip.IPv6Unspecified()
+// firstCover returns the index, from on, of the prefix with which prefixes first hold every
+// address of a family, or -1 if they never do: trusted or allowed, they would leave that
+// family unlimited however they spell it ("0.0.0.0/0", or "0.0.0.0/1" and "128.0.0.0/1").
+// Those before from hold no family whole. One check per option, not per prefix, keeps a
+// long list (a country's ranges, say) from costing its square at registration.
+func firstCover(prefixes []netip.Prefix, from int) int {
+	if !coversAll(prefixes) {
+		return -1
 	}
-	for {
-		i := slices.IndexFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(next) })
-		if i < 0 {
-			return false
-		}
-		if next = lastAddr(prefixes[i]).Next(); !next.IsValid() {
-			return true
-		}
-	}
+	// Adding prefixes only adds addresses: the first head that holds a family is found
+	// by halving.
+	return from + sort.Search(len(prefixes)-from, func(i int) bool { return coversAll(prefixes[:from+i+1]) })
 }
+
+// coversAll reports whether prefixes together hold every address of a family. Clients are
+// matched unmapped (inAny), so IPv6 needs no cover for the IPv4-mapped range. It walks the
+// prefixes in order of their first address, up from each family's first address, past
+// the end of each prefix that holds it, until one is missing or the family ends.
+func coversAll(prefixes []netip.Prefix) bool {
+	sorted := slices.SortedFunc(slices.Values(prefixes), func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	for _, next := range [...]netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+		for _, p := range sorted {
+			if next.Is4In6() {
+				next = afterMapped
+			}
+			if p.Addr().BitLen() != next.BitLen() || lastAddr(p).Less(next) {
+				continue
+			}
+			if next.Less(p.Addr()) {
+				break // next is in no prefix
+			}
+			if next = lastAddr(p).Next(); !next.IsValid() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// afterMapped is the address after the IPv4-mapped range ::ffff:0:0/96.
+var afterMapped = netip.MustParseAddr("::1:0:0:0")
 
 // lastAddr returns the last address of p, which is masked.
 func lastAddr(p netip.Prefix) netip.Addr {
