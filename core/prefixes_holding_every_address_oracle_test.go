@@ -299,8 +299,7 @@ func TestIPv6ListLeavingOutOnlyTheMappedRangeRefused(t *testing.T) {
 // TestLongPrefixListsRegisterPromptly: an allow list or trusted list of many thousand
 // prefixes (a country's ranges, say), or of addresses that follow one another from the
 // family's first, is checked once per option, not once per prefix against every other:
-// registration takes a moment, where checking per prefix took hours. The bound is a
-// minute, far above the moment and far below the hours, on any machine.
+// registration takes a moment, where checking per prefix took hours.
 func TestLongPrefixListsRegisterPromptly(t *testing.T) {
 	const n = 20000
 	var spread, chain []string
@@ -308,24 +307,13 @@ func TestLongPrefixListsRegisterPromptly(t *testing.T) {
 		spread = append(spread, fmt.Sprintf("%d.%d.%d.0/24", 1+i>>16&0xff, i>>8&0xff, i&0xff))
 		chain = append(chain, netip.AddrFrom4([4]byte{0, byte(i >> 16), byte(i >> 8), byte(i)}).String())
 	}
-	done := make(chan error, 1)
-	go func() {
-		for _, list := range [][]string{spread, chain} {
-			for _, option := range []func(...string) core.Option{core.WithTrustedProxies, core.WithAllowList} {
-				if _, err := adapter.New(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), option(list...)); err != nil {
-					done <- err
-					return
-				}
+	// No clock is read: a check costing the list's square or cube (hours here) fails by the
+	// test binary's own timeout.
+	for _, list := range [][]string{spread, chain} {
+		for _, option := range []func(...string) core.Option{core.WithTrustedProxies, core.WithAllowList} {
+			if _, err := adapter.New(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), option(list...)); err != nil {
+				t.Fatal(err)
 			}
 		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("registering %d prefixes took over a minute", n)
 	}
 }
