@@ -75,11 +75,13 @@ func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input)
 	if addr.IsValid() {
 		kind = localAddr(addr)
 	}
-	name := ""
-	for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
-		if kind != "" && r != nil && n != "" && r.Header(n) != "" {
-			name = n
-			break
+	name := "" // the forwarded header a local peer sent
+	if kind != "" && r != nil {
+		for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+			if n != "" && r.Header(n) != "" {
+				name = n
+				break
+			}
 		}
 	}
 	if name == "" {
