@@ -236,19 +236,21 @@ func TestWatchingForAProxyAllocatesNothingMore(t *testing.T) {
 func TestForwardedWatchStopsAfterManyRequestsWithoutCause(t *testing.T) {
 	xff := req("X-Forwarded-For", "198.51.100.1")
 	for _, c := range []struct {
-		name string
-		peer string
-		r    core.Request
+		name      string
+		peer      string
+		r         core.Request
+		forwarded bool
 	}{
-		{"local peers without a header", "10.0.0.1:1", req()},
-		{"public peers with one", "203.0.113.7:1", xff},
-		{"a unix socket's peer without a header", "@", req()},
+		{"local peers without a header", "10.0.0.1:1", req(), false},
+		{"public peers with one", "203.0.113.7:1", xff, false},
+		{"a unix socket's peer without a header", "@", req(), false},
+		{"local clients a proxy the framework trusts named", "10.0.0.7:0", xff, true},
 	} {
 		for _, before := range []int{core.MaxLooks - 1, core.MaxLooks} {
 			var log hookLog
 			l, _ := adapter.New(1<<20, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithErrorHook(log.hook))
 			for range before {
-				l.Check(context.Background(), adapter.Input{Route: "/", Peer: c.peer, Request: c.r}, nil)
+				l.Check(context.Background(), adapter.Input{Route: "/", Peer: c.peer, Forwarded: c.forwarded, Request: c.r}, nil)
 			}
 			l.Check(context.Background(), adapter.Input{Route: "/", Peer: "10.0.0.1:1", Request: xff}, nil)
 			want := 1

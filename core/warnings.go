@@ -33,8 +33,8 @@ type warnings struct {
 	looks     atomic.Int32 // counts down from maxLooks
 }
 
-// maxLooks is how many requests without cause to warn (from a public peer, or from a
-// local one without a forwarded header) a limit looks at: behind a proxy nearly every
+// maxLooks is how many requests without cause to warn (from a public peer, a local one
+// without a forwarded header, or one a proxy the framework trusts named) a limit looks at: behind a proxy nearly every
 // request comes from it with one, so after that many without there is no proxy to warn of.
 // Looking costs parsing the peer's address, which a key needs only for IPv6.
 const maxLooks = 1 << 10
@@ -68,15 +68,17 @@ func (l *limiter) warn(ctx context.Context, format string, args ...any) {
 // NeedsRequest).
 func (l *limiter) untrustedPeer(ctx context.Context, addr netip.Addr, in *input) {
 	r := in.Request
-	if in.Forwarded || l.warned.forwarded.Load() {
+	if l.warned.forwarded.Load() {
 		return
 	}
 	kind := "unix-socket"
 	if addr.IsValid() {
 		kind = localAddr(addr)
 	}
+	// A peer that a proxy the framework trusts named (in.Forwarded) comes with that proxy's
+	// headers: no cause either.
 	name := "" // the forwarded header a local peer sent
-	if kind != "" && r != nil {
+	if kind != "" && r != nil && !in.Forwarded {
 		for _, n := range [...]string{l.cfg.forwardedHeader, "X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
 			if n != "" && r.Header(n) != "" {
 				name = n
