@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,9 +25,9 @@ type limiter struct {
 	cfg    config
 
 	// ident tells this limit's buckets apart from those of another registered limit with
-	// the same policy (see identify): "" under WithScope, never for a tier.
-	ident  string
-	scopes *scopeCache // made with ident
+	// the same policy (see identify): "" under WithScope, never for a tier. The memory
+	// store reads it from the policy (Policy.ident), other stores from the scope.
+	ident string
 
 	policyField string    // RateLimit-Policy, fixed for the limiter's life
 	policyValue [1]string // the same, as the one-element value a HeaderMap holds
@@ -146,13 +145,15 @@ func (l *limiter) register(site registrationSite) error {
 		return fmt.Errorf("%s on a store that other processes may share (not the memory store): %w", l.policy, errNoSite)
 	}
 	if l.cfg.scope == "" {
-		l.ident, l.scopes = identify(site.stack), new(scopeCache)
+		l.ident = identify(site.stack)
+		l.policy.ident = l.ident
 	}
 	for name, t := range l.tiers {
 		if t != nil {
 			// Apart from the limit's buckets, its other tiers' and any other limit's of
 			// the same policy: the limit's own policy and ident tell it from every other.
-			t.ident, t.scopes = l.ident+"\x00tier "+name+"\x00of "+l.policy.text, new(scopeCache)
+			t.ident = l.ident + "\x00tier " + name + "\x00of " + l.policy.text
+			t.policy.ident = t.ident
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
@@ -318,52 +319,17 @@ func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time
 }
 
 // scope names the bucket's scope for a request on route ("" if unknown: one scope for all):
-// the explicit scope or the route, set apart from other limits' and tiers' by ident.
+// the explicit scope or the route, set apart from other limits' and tiers' by ident. The
+// memory store finds the ident in the policy, and keeps each in a table of its own, so
+// that a decision there joins no strings.
 func (l *limiter) scope(route string) string {
 	if l.cfg.scope != "" {
 		route = l.cfg.scope
 	}
-	if l.ident == "" {
+	if l.ident == "" || l.mem != nil {
 		return route
 	}
-	return l.scopes.get(route, l.ident)
-}
-
-// A scopeCache keeps the scopes of a limit whose buckets carry an ident, so that joining
-// route and ident allocates once per route, not per request. Readers look a route up in an
-// immutable map that a new route replaces by a copy; past maxCachedScopes routes, a new
-// route's scope is joined per request.
-type scopeCache struct {
-	routes atomic.Pointer[map[string]string] // route: scope
-	mu     sync.Mutex                        // serializes adding routes
-}
-
-// maxCachedScopes bounds a limit's cached routes: patterns are few, and a route no pattern
-// names is "" (see scope).
-const maxCachedScopes = 1024
-
-func (c *scopeCache) get(route, ident string) string {
-	if m := c.routes.Load(); m != nil {
-		if scope, ok := (*m)[route]; ok {
-			return scope
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := map[string]string{}
-	if m := c.routes.Load(); m != nil {
-		old = *m
-	}
-	if scope, ok := old[route]; ok {
-		return scope // another request added it
-	}
-	scope := route + ident
-	if len(old) < maxCachedScopes {
-		m := maps.Clone(old)
-		m[strings.Clone(route)] = scope // route may live in a buffer the adapter reuses
-		c.routes.Store(&m)
-	}
-	return scope
+	return route + l.ident
 }
 
 // fallbackKeyPrefix keeps IP keys of a custom-keyed limit apart from key values: no HTTP

@@ -25,7 +25,7 @@ type MemoryStore struct {
 	keys               atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
-	tables map[string]*keyTable // by policy text: equal policies share buckets
+	tables map[string]*keyTable // by policy text and ident: equal policies share buckets
 	list   []*keyTable          // the same tables in the order made, for the sweep round
 
 	roundMu sync.Mutex // the full store's sweep round (see sweepRound)
@@ -131,14 +131,14 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 		return t
 	}
 	m.mu.Lock()
-	t := m.tables[p.text]
+	t := m.tables[p.text+p.ident]
 	if t == nil {
 		t = &keyTable{store: m, policy: p, overflow: make([]int64, p.stateLen)}
 		p.resetState(t.overflow)
 		for i := range t.shards {
 			t.shards[i].entries = map[uint64][]int64{}
 		}
-		m.tables[p.text] = t
+		m.tables[p.text+p.ident] = t
 		m.list = append(m.list, t)
 	}
 	m.mu.Unlock()

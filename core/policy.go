@@ -29,7 +29,10 @@ type Policy struct {
 	offset       []int         // per rate: where a bounded rate's block starts in the state, 0 for exact rates
 	stateLen     int
 
-	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
+	// ident is the registered limit's, when a limit made the policy (see limiter.ident):
+	// a MemoryStore keeps its keys in a table apart from other policies' of the same text.
+	ident string
+	memo  atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }
 
 // NewPolicy returns the policy enforcing all of rates, in the order given: counts from 1

@@ -173,7 +173,8 @@ func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decisi
 }
 
 // A bucketID names a bucket across limits, so that Reset and Peek ask for it once: its
-// store (or, for a store that cannot be compared, the limit), policy, scope and key.
+// store (or, for a store that cannot be compared, the limit), policy (and ident, which
+// tells a MemoryStore's tables apart), scope and key.
 type bucketID struct {
 	store              any
 	policy, scope, key string
@@ -210,7 +211,7 @@ func (l *limiter) buckets(key string) []quotaBucket {
 	for _, t := range ts {
 		for _, k := range keys {
 			q := Query{Policy: t.policy, Scope: t.scope(""), Key: k, Mode: Peek, Cost: 1}
-			bs = append(bs, quotaBucket{bucketID{store, t.policy.text, q.Scope, k}, q})
+			bs = append(bs, quotaBucket{bucketID{store, t.policy.text + t.ident, q.Scope, k}, q})
 		}
 	}
 	return bs

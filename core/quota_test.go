@@ -126,6 +126,30 @@ func TestQuotaPeekAnswersFromTheTierInUse(t *testing.T) {
 	}
 }
 
+// Two tiers of one policy text keep buckets apart, in the memory store as in any other,
+// and Reset forgets the client in both: asked once per bucket, it took the second tier's
+// bucket for the first's and left it full.
+func TestQuotaResetReachesTiersOfOnePolicy(t *testing.T) {
+	q := new(core.Quota)
+	l := adapter.Must(1, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("search"), core.WithQuota(q),
+		core.WithTiers(byPlan, map[string]string{"gold": "2/1m", "silver": "2/1m"}))
+	for _, plan := range []string{"gold", "silver"} {
+		in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req("X-Plan", plan)}
+		if got := admitted([]adapter.Limiter{l}, in, 3); got != 2 {
+			t.Fatalf("%s: %d of 3 admitted, want 2: the tiers share a bucket", plan, got)
+		}
+	}
+	if err := q.Reset(context.Background(), "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, plan := range []string{"gold", "silver"} {
+		in := adapter.Input{Route: "GET /search", Peer: "192.0.2.1:1", Request: req("X-Plan", plan)}
+		if v := l.Check(context.Background(), in, nil); !v.Allowed {
+			t.Errorf("%s after Quota.Reset: refused; the reset missed its bucket", plan)
+		}
+	}
+}
+
 // A limit keyed by a function counts a request without a key by the client's address;
 // Peek with the address finds that bucket, as Reset does. It reported a fresh quota while
 // the client was refused.
