@@ -180,8 +180,10 @@ func (p *Policy) report(d *Decision, s []int64, now int64, cost int, allowed boo
 				reset = p.nth(s, int(used)) + T - now
 				whole = p.nth(s, 1) + T - now
 			}
-			if g := p.nth(s, r.Count-cost+1); !allowed && g != never {
-				retry = max(0, g+T-now)
+			if !allowed {
+				if g := p.nth(s, r.Count-cost+1); g != never {
+					retry = max(0, g+T-now)
+				}
 			}
 		} else {
 			b, g := p.block(s, i), p.gran[i]

@@ -66,9 +66,15 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 // members beside theirs under names they did not take (see freeNames), so that a route
 // limit does not hide an app-wide one: a second line of a list field means more members.
 func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
-	a, adds := h.(hook.HeaderAdder)
+	// A HeaderMap keeps the value it is given: a cached one or a new box. Other setters
+	// copy it (fasthttp does) from a box the pool lends, so that it allocates nothing.
+	m, keeps := h.(hook.HeaderMap)
+	var a hook.HeaderAdder = m
+	if !keeps {
+		a, _ = h.(hook.HeaderAdder)
+	}
 	var lines []string
-	if adds {
+	if a != nil {
 		lines = a.Values(hook.HeaderRateLimitPolicy)
 	}
 	if len(lines) > 0 && taken(lines, l.rateNames) {
@@ -77,9 +83,6 @@ func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 		a.Add(hook.HeaderRateLimit, l.rateLimitField(d, names))
 		return
 	}
-	// A HeaderMap keeps the value it is given: a cached one or a new box. Other setters
-	// copy it (fasthttp does) from a box the pool lends, so that it allocates nothing.
-	m, keeps := h.(hook.HeaderMap)
 	f := l.cachedField(d)
 	if f == nil && keeps {
 		f = l.format(new(fieldBox), d)
