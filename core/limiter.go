@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -26,7 +27,7 @@ type limiter struct {
 
 	// ident tells this limit's buckets apart from those of another registered limit with
 	// the same policy (see identify): "" under WithScope, never for a tier. The memory
-	// store reads it from the policy (Policy.ident), other stores from the scope.
+	// store reads it from the policy's salt, other stores from the scope.
 	ident string
 
 	policyField string    // RateLimit-Policy, fixed for the limiter's life
@@ -146,14 +147,14 @@ func (l *limiter) register(site registrationSite) error {
 	}
 	if l.cfg.scope == "" {
 		l.ident = identify(site.stack)
-		l.policy.ident = l.ident
+		l.policy.salt = maphash.String(saltSeed, l.ident)
 	}
 	for name, t := range l.tiers {
 		if t != nil {
 			// Apart from the limit's buckets, its other tiers' and any other limit's of
 			// the same policy: the limit's own policy and ident tell it from every other.
 			t.ident = l.ident + "\x00tier " + name + "\x00of " + l.policy.text
-			t.policy.ident = t.ident
+			t.policy.salt = maphash.String(saltSeed, t.ident)
 			t.warned = l.warned // a limit warns once, whichever tier saw it
 		}
 	}
@@ -320,8 +321,8 @@ func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time
 
 // scope names the bucket's scope for a request on route ("" if unknown: one scope for all):
 // the explicit scope or the route, set apart from other limits' and tiers' by ident. The
-// memory store finds the ident in the policy, and keeps each in a table of its own, so
-// that a decision there joins no strings.
+// memory store finds the ident in the policy's salt, so that a decision there joins no
+// strings.
 func (l *limiter) scope(route string) string {
 	if l.cfg.scope != "" {
 		route = l.cfg.scope

@@ -25,7 +25,7 @@ type MemoryStore struct {
 	keys               atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
-	tables map[string]*keyTable // by policy text and ident: equal policies share buckets
+	tables map[string]*keyTable // by policy text: equal policies share buckets
 	list   []*keyTable          // the same tables in the order made, for the sweep round
 
 	roundMu sync.Mutex // the full store's sweep round (see sweepRound)
@@ -115,11 +115,15 @@ func bubbleClock(epoch time.Time) func() int64 {
 	}
 }
 
-// hash names a key within its policy's table: two seeded hashes, so that no choice of
-// scope and key texts makes two pairs collide more often than chance.
-func (m *MemoryStore) hash(scope, key string) uint64 {
-	return maphash.String(m.keySeed, key) ^ maphash.String(m.scopeSeed, scope)
+// hash names a key within its policy's table: two seeded hashes and the policy's salt, so
+// that no choice of scope and key texts, or limit, makes two collide more often than chance.
+func (m *MemoryStore) hash(q *Query) uint64 {
+	return maphash.String(m.keySeed, q.Key) ^ maphash.String(m.scopeSeed, q.Scope) ^ q.Policy.salt
 }
+
+// saltSeed seeds the salt that sets a registered limit's keys apart in a MemoryStore
+// (Policy.salt), apart from every store's own seeds.
+var saltSeed = maphash.MakeSeed()
 
 // Len returns the number of keys held, idle ones not yet dropped included.
 func (m *MemoryStore) Len() int { return int(m.keys.Load()) }
@@ -131,14 +135,14 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 		return t
 	}
 	m.mu.Lock()
-	t := m.tables[p.text+p.ident]
+	t := m.tables[p.text]
 	if t == nil {
 		t = &keyTable{store: m, policy: p, overflow: make([]int64, p.stateLen)}
 		p.resetState(t.overflow)
 		for i := range t.shards {
 			t.shards[i].entries = map[uint64][]int64{}
 		}
-		m.tables[p.text+p.ident] = t
+		m.tables[p.text] = t
 		m.list = append(m.list, t)
 	}
 	m.mu.Unlock()
@@ -149,7 +153,7 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 // lock returns q's key table, its hash and its shard, locked.
 func (m *MemoryStore) lock(q *Query) (*keyTable, uint64, *shard) {
 	t := m.table(q.Policy)
-	h := m.hash(q.Scope, q.Key)
+	h := m.hash(q)
 	sh := &t.shards[h>>(64-6)] // shardCount is 2⁶
 	sh.mu.Lock()
 	return t, h, sh

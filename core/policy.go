@@ -29,10 +29,11 @@ type Policy struct {
 	offset       []int         // per rate: where a bounded rate's block starts in the state, 0 for exact rates
 	stateLen     int
 
-	// ident is the registered limit's, when a limit made the policy (see limiter.ident):
-	// a MemoryStore keeps its keys in a table apart from other policies' of the same text.
-	ident string
-	memo  atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
+	// salt sets the buckets of the registered limit that made the policy apart from other
+	// limits' of the same text in a MemoryStore, as its ident does in other stores' scopes
+	// (see limiter.ident); 0 for a policy an application made.
+	salt uint64
+	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }
 
 // NewPolicy returns the policy enforcing all of rates, in the order given: counts from 1

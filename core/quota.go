@@ -174,7 +174,7 @@ func (l *limiter) peek(ctx context.Context, key string, seen map[bucketID]Decisi
 
 // A bucketID names a bucket across limits, so that Reset and Peek ask for it once: its
 // store (or, for a store that cannot be compared, the limit), policy (and ident, which
-// tells a MemoryStore's tables apart), scope and key.
+// the scope lacks in a MemoryStore), scope and key.
 type bucketID struct {
 	store              any
 	policy, scope, key string
