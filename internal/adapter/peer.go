@@ -13,14 +13,14 @@ import (
 // A client that keeps sending then costs no allocation for its address.
 var peers hook.StringCache
 
-// PeerString returns a as an Input.Peer, "host:0", from the cache when it can: the port
-// plays no part in keys, and leaving it out lets one entry serve every connection.
+// PeerString returns a as an Input.Peer, the bare address, from the cache when it can: the
+// port plays no part in keys, and leaving it out lets one entry serve every connection.
 func PeerString(a netip.Addr) string {
 	a = a.Unmap().WithZone("")
 	return peers.Get(a, a.BitLen(), peerText)
 }
 
-func peerText(a netip.Addr, _ int) string { return netip.AddrPortFrom(a, 0).String() }
+func peerText(a netip.Addr, _ int) string { return a.String() }
 
 // PeerIP returns a connection's peer as Input.Peer: a TCP peer through PeerString; other
 // kinds (unix sockets, test pipes) as their String says; none, or an IP that is not an
