@@ -89,9 +89,9 @@ func TestBucketsAreNamedByTheSiteNotTheOrder(t *testing.T) {
 	}
 }
 
-// An app-wide limit sees every route of the application, each with a bucket name of its
-// own (the route and the limit's site): each name is joined once, and no route evicts
-// another's, so however many routes alternate, deciding allocates nothing per request.
+// An app-wide limit sees every route of the application, each with a bucket of its own
+// (the route, and the limit's site as its policy's salt): in memory nothing is joined per
+// route, so however many routes alternate, deciding allocates nothing per request.
 func TestAppWideLimitNamesEveryRouteWithoutAllocating(t *testing.T) {
 	l := adapter.Must(1_000_000, time.Minute, core.WithStore(core.NewMemoryStore(nil)), core.WithHeaders(core.HeadersOff))
 	routes := make([]string, 300)

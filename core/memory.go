@@ -25,7 +25,7 @@ type MemoryStore struct {
 	keys               atomic.Int64 // keys held; the overflow buckets are not counted
 
 	mu     sync.Mutex
-	tables map[string]*keyTable // by policy text: equal policies share buckets
+	tables map[string]*keyTable // by policy text: equal policies share a table (Policy.salt keeps limits apart)
 	list   []*keyTable          // the same tables in the order made, for the sweep round
 
 	roundMu sync.Mutex // the full store's sweep round (see sweepRound)
@@ -34,7 +34,7 @@ type MemoryStore struct {
 	sweepHook func(entries int) // for tests: told how many entries each sweep step examines
 }
 
-// A keyTable holds the keys of one policy.
+// A keyTable holds the keys of one policy text, every limit's of that text.
 type keyTable struct {
 	store  *MemoryStore
 	policy *Policy
@@ -47,8 +47,8 @@ type keyTable struct {
 }
 
 // A shard holds some of a policy's keys, each by the 64-bit seeded hash of its scope and
-// key. Two keys of one policy share an entry with probability about n²/2⁶⁵ for n keys,
-// and sharing only ever makes a limit stricter.
+// key, salted by its limit (see hash). Two keys of one policy share an entry with
+// probability about n²/2⁶⁵ for n keys, and sharing only ever makes a limit stricter.
 type shard struct {
 	mu sync.Mutex
 	// entries holds each key's slots: [0] the time of its latest reset (never if none,

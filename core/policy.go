@@ -31,7 +31,8 @@ type Policy struct {
 
 	// salt sets the buckets of the registered limit that made the policy apart from other
 	// limits' of the same text in a MemoryStore, as its ident does in other stores' scopes
-	// (see limiter.ident); 0 for a policy an application made.
+	// (see limiter.ident); 0 for a limit named with WithScope, whose name sets its buckets,
+	// and for a policy an application made.
 	salt uint64
 	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }
