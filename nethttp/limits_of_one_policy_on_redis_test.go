@@ -2,7 +2,9 @@ package nethttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -94,13 +96,10 @@ func TestLimitsOfOnePolicyCountApartOnRedis(t *testing.T) {
 // apart from the limit's in the stand-in that a scope name's limits share, and a grant
 // given back (WithCountWhen) leaves the entry Decide recorded in.
 func TestFailLocalKeepsATierOfTheOwnPolicyApart(t *testing.T) {
-	redistest.Require(t)
-	srv, err := redistest.StartServer(t.TempDir(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Stop() // a store whose server is gone: every decision fails at once
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	// A server that cannot be reached: every decision fails at once. A dialer that fails,
+	// not a stopped server's port, which another test's server may take meanwhile.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond,
+		Dialer: func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("server down") }})
 	defer rdb.Close()
 	store := redisstore.New(rdb, redisstore.WithTimeout(redistest.Timeout), redisstore.WithPrefix("faillocal-onepolicy:"))
 
