@@ -115,6 +115,7 @@ func run() error {
 	for _, p := range list {
 		rows = append(rows, measure(p, cfg, srv))
 	}
+	measureSpeeds(rows, cfg)
 	env.took = time.Since(start)
 	logf("all measured in %s", elapsed(start))
 
@@ -147,8 +148,8 @@ func (r *row) note(what string, err error) {
 	logf("  %s: %v", what, err)
 }
 
-// measure runs every measurement on p, each on a fresh instance so none sees another's
-// state.
+// measure runs the strictness and memory measurements on p, each on a fresh instance so
+// none sees another's state; measureSpeeds times it beside its peers.
 func measure(p peer, cfg settings, srv *redisServer) row {
 	r := row{peer: p}
 	logf("%s", p.name)
@@ -182,20 +183,9 @@ func measure(p peer, cfg settings, srv *redisServer) row {
 			sc.name, sc.dst.maxIn, limitT, sc.dst.admitted, sc.dst.exact, sc.dst.util, sc.dst.calls, elapsed(t0))
 	}
 
-	t0 := time.Now()
-	if err := measureSpeed(&r, p, cfg); err != nil {
-		r.note("speed", err)
-	} else {
-		speed := nsCell(r) + " ns/decision"
-		if o := overheadCell(r); o != "" {
-			speed += ", middleware " + o
-		}
-		logf("  speed  %s, %d rounds, %s", speed, r.speed.rounds, elapsed(t0))
-	}
-
 	// A minute's window, so that no limiter's expiry or sweeping drops keys while they
 	// are counted; the state per key is the same as for a second.
-	t0 = time.Now()
+	t0 := time.Now()
 	keys := memKeys(cfg.memKeys)
 	if allow, err := p.newAllow(limitN, time.Minute); err != nil {
 		r.note("memory", err)
@@ -216,29 +206,57 @@ func measure(p peer, cfg settings, srv *redisServer) row {
 	return r
 }
 
-// measureSpeed fills r's speed columns: a library's decision alone, a middleware's route
-// interleaved with its framework's bare route. Both take the peer's fast limit, which
-// never runs out at benchmark speed.
-func measureSpeed(r *row, p peer, cfg settings) error {
-	fast, err := p.newAllow(p.fast.count, p.fast.period)
-	if err != nil {
-		return err
+// measureSpeeds fills the rows' speed columns, each group in one interleaved measurement
+// (measureGroup): the library peers in memory, those on Redis, and each framework's
+// middleware with its bare route. All take their peer's fast limit, which never runs out
+// at benchmark speed.
+func measureSpeeds(rows []row, cfg settings) {
+	groups := map[string][]*row{}
+	var order []string
+	for i := range rows {
+		r := &rows[i]
+		g := r.peer.framework
+		if g == "" {
+			g = map[bool]string{false: "libraries in memory", true: "libraries on Redis"}[r.peer.redis]
+		}
+		if groups[g] == nil {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], r)
 	}
 	plan := speedPlan{rounds: cfg.speedRounds, batch: cfg.speedBatch, now: time.Now}
-	if p.framework == "" {
-		if r.speed, err = measureAlone(fast, plan); err != nil {
-			return fmt.Errorf("decision alone: %w", err)
+	for _, g := range order {
+		t0 := time.Now()
+		logf("speed: %s", g)
+		var allows []allowFunc
+		var timed []*row
+		for _, r := range groups[g] {
+			fast, err := r.peer.newAllow(r.peer.fast.count, r.peer.fast.period)
+			if err != nil {
+				r.note("speed", err)
+				continue
+			}
+			allows, timed = append(allows, fast), append(timed, r)
 		}
-		return nil
+		var bare allowFunc
+		route, ok := bareRoutes[g]
+		if ok {
+			bare = route()
+		}
+		speeds, ratios, err := measureGroup(bare, allows, plan)
+		if !ok && groups[g][0].peer.framework != "" {
+			err = fmt.Errorf("no bare route for %s", g)
+		}
+		for i, r := range timed {
+			if err != nil {
+				r.note("speed", err)
+				continue
+			}
+			r.speed, r.overhead = speeds[i], ratios[i]
+			logf("  %-40s %s ns/decision %s", r.peer.name, nsCell(*r), overheadCell(*r))
+		}
+		logf("  %d rounds, %s", plan.rounds, elapsed(t0))
 	}
-	bare, ok := bareRoutes[p.framework]
-	if !ok {
-		return fmt.Errorf("no bare route for %s", p.framework)
-	}
-	if r.speed, r.overhead, err = measurePair(bare(), fast, plan); err != nil {
-		return fmt.Errorf("interleaved with the bare %s route: %w", p.framework, err)
-	}
-	return nil
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

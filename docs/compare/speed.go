@@ -116,10 +116,10 @@ func timeSides(sides []batchFunc, n int) (time.Duration, error) {
 	return total, nil
 }
 
-// timeRounds times one batch of n calls of each side per round, and returns each side's
-// ns per call, round by round. The side that goes first rotates from round to round, so
-// that none always inherits the caches, or the clock speed, the other left behind. It
-// stops early, after minRounds, once it has taken longer than budget.
+// timeRounds times one batch of n calls of each side per round, each after a collection,
+// and returns each side's ns per call, round by round. The side that goes first rotates
+// from round to round, so that none always inherits the caches, or the clock speed, the
+// others left behind. It stops early, after minRounds, once it has taken longer than budget.
 func timeRounds(sides []batchFunc, n, rounds int, budget time.Duration, now func() time.Time) ([][]float64, error) {
 	out := make([][]float64, len(sides))
 	start := now()
@@ -129,6 +129,7 @@ func timeRounds(sides []batchFunc, n, rounds int, budget time.Duration, now func
 		}
 		for k := range sides {
 			i := (round + k) % len(sides)
+			runtime.GC()
 			d, err := sides[i](n)
 			if err != nil {
 				return nil, err
@@ -191,43 +192,40 @@ func pairSpreads(bare, limited []float64) (added, ratio spread) {
 
 var errNoRound = errors.New("no round could be timed")
 
-// measureAlone times a library peer's decision: the spread of its ns per call.
-func measureAlone(allow allowFunc, p speedPlan) (spread, error) {
-	side := p.batcher(allow)
-	n, err := batchSize(p.batch, side)
+// measureGroup times peers that compete for one column in the same rounds, so that
+// whatever load the machine carries falls on all of them alike: library peers of one kind
+// (in memory, on Redis) by their ns per call, with bare nil; a framework's middleware
+// against its bare route, by what each adds per request (ns) and its ratio to the route.
+// Each batch starts after a collection, so that none pays for another's garbage.
+func measureGroup(bare allowFunc, peers []allowFunc, p speedPlan) (speeds, ratios []spread, err error) {
+	sides := make([]batchFunc, 0, len(peers)+1)
+	if bare != nil {
+		sides = append(sides, p.batcher(bare))
+	}
+	for _, a := range peers {
+		sides = append(sides, p.batcher(a))
+	}
+	n, err := batchSize(p.batch, sides...)
 	if err != nil {
-		return spread{}, err
+		return nil, nil, err
 	}
-	runtime.GC() // the scenarios' garbage is not this measurement's to collect
-	s, err := timeRounds([]batchFunc{side}, n, p.rounds, p.budget(1), p.now)
+	s, err := timeRounds(sides, n, p.rounds, p.budget(len(sides)), p.now)
 	if err != nil {
-		return spread{}, err
+		return nil, nil, err
 	}
-	sp := summarize(s[0])
-	if sp.rounds == 0 {
-		return spread{}, errNoRound
+	for i := range peers {
+		var speed, ratio spread
+		if bare == nil {
+			speed = summarize(s[i])
+		} else {
+			speed, ratio = pairSpreads(s[0], s[i+1])
+		}
+		if speed.rounds == 0 {
+			return nil, nil, errNoRound
+		}
+		speeds, ratios = append(speeds, speed), append(ratios, ratio)
 	}
-	return sp, nil
-}
-
-// measurePair times a middleware's route against its framework's bare route, interleaved:
-// the spreads of what the limiter adds per request (ns) and of the ratio.
-func measurePair(bare, limited allowFunc, p speedPlan) (added, ratio spread, err error) {
-	b, l := p.batcher(bare), p.batcher(limited)
-	n, err := batchSize(p.batch, b, l)
-	if err != nil {
-		return spread{}, spread{}, err
-	}
-	runtime.GC()
-	s, err := timeRounds([]batchFunc{b, l}, n, p.rounds, p.budget(2), p.now)
-	if err != nil {
-		return spread{}, spread{}, err
-	}
-	added, ratio = pairSpreads(s[0], s[1])
-	if ratio.rounds == 0 {
-		return spread{}, spread{}, errNoRound
-	}
-	return added, ratio, nil
+	return speeds, ratios, nil
 }
 
 // budget is how long rounds of sides batches may take before timeRounds cuts them short.

@@ -148,24 +148,29 @@ func TestBatchSize(t *testing.T) {
 	}
 }
 
-// TestMeasurePairOnFakeRoutes runs the whole interleaved measurement on routes of known
-// cost: the limiter adds 150 ns to a 100 ns route, ×2.5, in every round.
-func TestMeasurePairOnFakeRoutes(t *testing.T) {
+// TestMeasureGroupOnFakeRoutes runs whole interleaved measurements on calls of known
+// cost: two limiters add 150 and 50 ns to a 100 ns route (×2.5 and ×1.5) in every round,
+// and two libraries take 40 and 90 ns per call.
+func TestMeasureGroupOnFakeRoutes(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(0, 0)}
 	plan := speedPlan{rounds: 6, batch: 10 * time.Microsecond, now: clock.now}
-	added, ratio, err := measurePair(clock.costs(100), clock.costs(250), plan)
+	added, ratio, err := measureGroup(clock.costs(100), []allowFunc{clock.costs(250), clock.costs(150)}, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (spread{150, 150, 150, 6}); added != want {
-		t.Errorf("added %+v, want %+v", added, want)
+	for i, want := range [][2]spread{{{150, 150, 150, 6}, {2.5, 2.5, 2.5, 6}}, {{50, 50, 50, 6}, {1.5, 1.5, 1.5, 6}}} {
+		if added[i] != want[0] || ratio[i] != want[1] {
+			t.Errorf("limiter %d: added %+v, ratio %+v; want %+v, %+v", i, added[i], ratio[i], want[0], want[1])
+		}
 	}
-	if want := (spread{2.5, 2.5, 2.5, 6}); ratio != want {
-		t.Errorf("ratio %+v, want %+v", ratio, want)
+	alone, ratio, err := measureGroup(nil, []allowFunc{clock.costs(40), clock.costs(90)}, plan)
+	if err != nil {
+		t.Fatal(err)
 	}
-	alone, err := measureAlone(clock.costs(40), plan)
-	if want := (spread{40, 40, 40, 6}); err != nil || alone != want {
-		t.Errorf("alone %+v, %v; want %+v", alone, err, want)
+	for i, want := range []spread{{40, 40, 40, 6}, {90, 90, 90, 6}} {
+		if alone[i] != want || ratio[i].rounds != 0 {
+			t.Errorf("library %d: %+v, ratio %+v; want %+v and no ratio", i, alone[i], ratio[i], want)
+		}
 	}
 }
 
@@ -173,12 +178,12 @@ func TestMeasureFailsOnRefusalOrError(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(0, 0)}
 	plan := speedPlan{rounds: 3, batch: time.Microsecond, now: clock.now}
 	refuses := func(string) (bool, error) { return false, nil }
-	if _, _, err := measurePair(clock.costs(100), refuses, plan); err == nil || !strings.Contains(err.Error(), "refused") {
+	if _, _, err := measureGroup(clock.costs(100), []allowFunc{refuses}, plan); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("a refusing limiter: error %v, want one saying calls were refused", err)
 	}
 	broken := errors.New("store down")
 	fails := func(string) (bool, error) { return true, broken }
-	if _, err := measureAlone(fails, plan); !errors.Is(err, broken) {
+	if _, _, err := measureGroup(nil, []allowFunc{clock.costs(40), fails}, plan); !errors.Is(err, broken) {
 		t.Errorf("a failing limiter: error %v, want %v", err, broken)
 	}
 }
@@ -290,10 +295,10 @@ func TestMethodTextDescribesInterleaving(t *testing.T) {
 	}
 }
 
-// TestMeasurePairOnRealRoutes runs a tiny interleaved measurement through a real
+// TestMeasureGroupOnRealRoutes runs a tiny interleaved measurement through a real
 // framework harness: it must time every round and find both sides admitted. It asserts
 // nothing about the figures, which depend on the machine.
-func TestMeasurePairOnRealRoutes(t *testing.T) {
+func TestMeasureGroupOnRealRoutes(t *testing.T) {
 	var p peer
 	for _, q := range peers() {
 		if q.framework == "net/http" && strings.HasPrefix(q.name, "reqlimit") {
@@ -305,11 +310,11 @@ func TestMeasurePairOnRealRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := speedPlan{rounds: 4, batch: 200 * time.Microsecond, now: time.Now}
-	added, ratio, err := measurePair(bareRoutes[p.framework](), limited, plan)
+	a, r, err := measureGroup(bareRoutes[p.framework](), []allowFunc{limited}, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ratio.rounds < minRounds || added.rounds != ratio.rounds || !(ratio.median > 0) || math.IsInf(ratio.median, 0) {
+	if added, ratio := a[0], r[0]; ratio.rounds < minRounds || added.rounds != ratio.rounds || !(ratio.median > 0) || math.IsInf(ratio.median, 0) {
 		t.Errorf("added %+v, ratio %+v: want at least %d rounds of finite positive ratios", added, ratio, minRounds)
 	}
 }
