@@ -238,6 +238,9 @@ func measureSpeeds(rows []row, cfg settings) {
 			}
 			allows, timed = append(allows, fast), append(timed, r)
 		}
+		if len(timed) == 0 {
+			continue // nothing left to time beside the bare route
+		}
 		var bare allowFunc
 		route, ok := bareRoutes[g]
 		if ok {
