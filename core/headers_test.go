@@ -9,6 +9,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // The RateLimit field follows draft-ietf-httpapi-ratelimit-headers-11: t is the time within
@@ -59,8 +60,8 @@ func (r *fieldRecorder) Values(name string) []string { return r.h[name] }
 // Adapters may store the names core sets as they are (fasthttp's, without normalizing):
 // core sets only the Header constants, whatever the style, outcome or failure.
 func TestFieldNamesAreTheHeaderConstants(t *testing.T) {
-	known := map[string]bool{adapter.HeaderRateLimitPolicy: true, adapter.HeaderRateLimit: true, adapter.HeaderRetryAfter: true,
-		adapter.HeaderLimit: true, adapter.HeaderRemaining: true, adapter.HeaderReset: true}
+	known := map[string]bool{hook.HeaderRateLimitPolicy: true, hook.HeaderRateLimit: true, hook.HeaderRetryAfter: true,
+		hook.HeaderLimit: true, hook.HeaderRemaining: true, hook.HeaderReset: true}
 	rec := &fieldRecorder{names: map[string]bool{}}
 	mem := func() core.Option { return core.WithStore(core.NewMemoryStore(nil)) }
 	quiet := core.WithErrorHook(func(context.Context, error) {})

@@ -9,6 +9,7 @@ import (
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // TestStackedRefusalsRetryAfterNeverKeepsAClientWaiting: where limits stack (an app-wide
@@ -56,9 +57,9 @@ func TestStackedRefusalsRetryAfterNeverKeepsAClientWaiting(t *testing.T) {
 				if ok {
 					t.Fatalf("admitted before Retry-After %d", i+1)
 				}
-				secs, err := strconv.Atoi(h.Values(adapter.HeaderRetryAfter)[0])
+				secs, err := strconv.Atoi(h.Values(hook.HeaderRetryAfter)[0])
 				if err != nil || secs != want {
-					t.Fatalf("Retry-After %d: %q (RateLimit %q), want %d", i+1, h.Values(adapter.HeaderRetryAfter), h.Values(adapter.HeaderRateLimit), want)
+					t.Fatalf("Retry-After %d: %q (RateLimit %q), want %d", i+1, h.Values(hook.HeaderRetryAfter), h.Values(hook.HeaderRateLimit), want)
 				}
 				clock.Advance(time.Duration(secs) * time.Second)
 				waited += time.Duration(secs) * time.Second

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reqlimit/reqlimit/core"
 	"github.com/reqlimit/reqlimit/internal/adapter"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // memberNames returns the names of the list members in a RateLimit or RateLimit-Policy
@@ -32,18 +33,18 @@ func memberNames(lines []string) []string {
 // RateLimit then named a policy RateLimit-Policy no longer listed, or, where the two
 // limits share a rate, a refusal said its policy had r=2 left.
 func TestUndecidedRefusalKeepsTheOtherLimitsMembers(t *testing.T) {
-	hook := core.WithErrorHook(func(context.Context, error) {})
+	onErr := core.WithErrorHook(func(context.Context, error) {})
 	for _, c := range []struct {
 		name  string
 		outer string
 		inner adapter.Limiter
 	}{
 		{"store down, FailClosed, other rate", "100/1h", adapter.Must(3, time.Minute,
-			core.WithStore(downStore{}), core.WithFailMode(core.FailClosed), hook)},
+			core.WithStore(downStore{}), core.WithFailMode(core.FailClosed), onErr)},
 		{"store down, FailClosed, same rate", "3/1m", adapter.Must(3, time.Minute,
-			core.WithStore(downStore{}), core.WithFailMode(core.FailClosed), hook)},
+			core.WithStore(downStore{}), core.WithFailMode(core.FailClosed), onErr)},
 		{"cost above the limit, same rate", "3/1m", adapter.Must(3, time.Minute,
-			core.WithStore(core.NewMemoryStore(nil)), core.WithCost(func(core.Request) int { return 5 }), hook)},
+			core.WithStore(core.NewMemoryStore(nil)), core.WithCost(func(core.Request) int { return 5 }), onErr)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			outer, err := adapter.Parse(c.outer, core.WithStore(core.NewMemoryStore(nil)), core.WithScope("api"))
@@ -58,8 +59,8 @@ func TestUndecidedRefusalKeepsTheOtherLimitsMembers(t *testing.T) {
 			if v := c.inner.Check(context.Background(), in, h); v.Allowed {
 				t.Fatal("the inner limit admitted")
 			}
-			policy := memberNames(h.Values(adapter.HeaderRateLimitPolicy))
-			rl := memberNames(h.Values(adapter.HeaderRateLimit))
+			policy := memberNames(h.Values(hook.HeaderRateLimitPolicy))
+			rl := memberNames(h.Values(hook.HeaderRateLimit))
 			for _, n := range rl {
 				found := false
 				for _, p := range policy {
@@ -67,11 +68,11 @@ func TestUndecidedRefusalKeepsTheOtherLimitsMembers(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("RateLimit member %q has no RateLimit-Policy member: RateLimit-Policy %q, RateLimit %q",
-						n, h.Values(adapter.HeaderRateLimitPolicy), h.Values(adapter.HeaderRateLimit))
+						n, h.Values(hook.HeaderRateLimitPolicy), h.Values(hook.HeaderRateLimit))
 				}
 			}
 			if len(policy) != 2 {
-				t.Errorf("RateLimit-Policy %q, RateLimit %q on a refusal: want the outer limit's member and the inner's in RateLimit-Policy", h.Values(adapter.HeaderRateLimitPolicy), h.Values(adapter.HeaderRateLimit))
+				t.Errorf("RateLimit-Policy %q, RateLimit %q on a refusal: want the outer limit's member and the inner's in RateLimit-Policy", h.Values(hook.HeaderRateLimitPolicy), h.Values(hook.HeaderRateLimit))
 			}
 		})
 	}
@@ -91,9 +92,9 @@ func TestUndecidedRefusalDoesNotLeaveLegacyRoom(t *testing.T) {
 	if v := inner.Check(context.Background(), in, h); v.Allowed {
 		t.Fatal("the inner limit admitted")
 	}
-	if r := h.Values(adapter.HeaderRemaining); len(r) > 0 && r[0] != "0" {
+	if r := h.Values(hook.HeaderRemaining); len(r) > 0 && r[0] != "0" {
 		t.Fatalf("a refusal (store down, FailClosed) says X-RateLimit-Remaining %q, X-RateLimit-Limit %q: room the request did not get",
-			r, h.Values(adapter.HeaderLimit))
+			r, h.Values(hook.HeaderLimit))
 	}
 }
 
@@ -113,8 +114,8 @@ func TestDryRunUndecidedAdmissionKeepsTheOtherLimitsLegacyRoom(t *testing.T) {
 	if !trial.Check(context.Background(), in, h).Allowed {
 		t.Fatal("a dry-run limit refused")
 	}
-	if got := h.Values(adapter.HeaderRemaining); len(got) != 1 || got[0] != "2" {
+	if got := h.Values(hook.HeaderRemaining); len(got) != 1 || got[0] != "2" {
 		t.Errorf("admitted (the only enforced limit has 2 left; the dry-run one decided nothing): X-RateLimit-Remaining %q, X-RateLimit-Limit %q, want 2 of 3",
-			got, h.Values(adapter.HeaderLimit))
+			got, h.Values(hook.HeaderLimit))
 	}
 }

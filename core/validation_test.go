@@ -13,6 +13,7 @@ import (
 	"github.com/reqlimit/reqlimit/core/storetest"
 	"github.com/reqlimit/reqlimit/internal/adapter"
 	"github.com/reqlimit/reqlimit/internal/bounds"
+	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // A period written as a bare number is nanoseconds: refused everywhere a limit is declared,
@@ -103,7 +104,7 @@ func TestHugeCounts(t *testing.T) {
 		for range 3 {
 			h := adapter.HeaderMap{}
 			v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h)
-			if !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
+			if !v.Allowed || len(h[hook.HeaderRateLimit]) != 1 {
 				t.Fatalf("%s: %+v, fields %v", good, v, h)
 			}
 		}
@@ -198,7 +199,7 @@ func TestLargestIntCountRegisters(t *testing.T) {
 			t.Fatalf("%s: %v", policy, err)
 		}
 		h := adapter.HeaderMap{}
-		if v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[adapter.HeaderRateLimit]) != 1 {
+		if v := l.Check(context.Background(), adapter.Input{Route: "/", Peer: "192.0.2.1:1"}, h); !v.Allowed || len(h[hook.HeaderRateLimit]) != 1 {
 			t.Fatalf("%s: %+v, fields %v", policy, v, h)
 		}
 	}

@@ -517,17 +517,17 @@ func (s sentStream) Context() context.Context { return s.ctx }
 
 func metadataKey(name string) string {
 	switch name {
-	case adapter.HeaderRateLimit:
+	case hook.HeaderRateLimit:
 		return HeaderRateLimit
-	case adapter.HeaderRateLimitPolicy:
+	case hook.HeaderRateLimitPolicy:
 		return HeaderRateLimitPolicy
-	case adapter.HeaderRetryAfter:
+	case hook.HeaderRetryAfter:
 		return HeaderRetryAfter
-	case adapter.HeaderLimit:
+	case hook.HeaderLimit:
 		return HeaderLimit
-	case adapter.HeaderRemaining:
+	case hook.HeaderRemaining:
 		return HeaderRemaining
-	case adapter.HeaderReset:
+	case hook.HeaderReset:
 		return HeaderReset
 	}
 	return strings.ToLower(name)

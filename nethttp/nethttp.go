@@ -20,6 +20,7 @@
 package nethttp
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net/http"
@@ -98,8 +99,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// handler that panics is not settled, and counts.
 			s := &adapter.StatusWriter{ResponseWriter: w}
 			h.next.ServeHTTP(s.Wrap(), r)
-			if status, ok := s.Result(); ok {
-				h.l.Settle(r.Context(), v, status)
+			if status, hijacked := s.Written(); !hijacked {
+				h.l.Settle(r.Context(), v, cmp.Or(status, http.StatusOK)) // nothing written: net/http sends 200
 			}
 		}
 		if route == "" && r.Pattern != "" && h.pattern == nil {

@@ -19,8 +19,7 @@ import (
 // Decisions made at the same moment share round trips. Each server (each master, in a
 // Cluster) has a queue and at most flights goroutines sending it: a call joins the queue,
 // starting a flight if fewer are out, and a flight sends what waits, up to maxBatch script
-// calls, as one pipeline, until the queue is empty. The pipeline saves each decision a
-// write, a read and a wake-up on both sides. A caller stops waiting at its deadline.
+// calls, as one pipeline, until the queue is empty. A caller stops waiting at its deadline.
 
 // DefaultFlights is how many sends a Store keeps on the wire to each server at once unless
 // WithFlights says otherwise.
@@ -59,12 +58,11 @@ type queue struct {
 	node atomic.Pointer[redis.Client]
 }
 
-// A dialFailure is the error a connection attempt met, and when. refused: the host or
-// network answered no at once (see isRefusal), unlike a timeout.
+// A dialFailure is the error a connection attempt met, and when the host or network
+// answered no at once (see isRefusal); zero for other failures, such as a timeout.
 type dialFailure struct {
-	err     error
-	at      time.Time
-	refused bool
+	err       error
+	refusedAt time.Time
 }
 
 // refusedPause is how long after a refused connection calls fail unsent: go-redis would
@@ -83,7 +81,7 @@ func (q *queue) signal() context.Context {
 // the pause, and those under way stop waiting rather than at their deadline (go-redis
 // dials on a goroutine of its own and would keep them, then report only the deadline).
 func (q *queue) refused(err error) {
-	q.unreachable.Store(&dialFailure{err: err, at: time.Now(), refused: true})
+	q.unreachable.Store(&dialFailure{err: err, refusedAt: time.Now()})
 	q.mu.Lock()
 	if q.down != nil {
 		q.cancelDown(err)
@@ -105,11 +103,11 @@ func isRefusal(err error) bool {
 // server had refused, it is the probe: the caller clears q.probing when it is back.
 func (q *queue) shut(now time.Time, pause time.Duration) (probe bool, err error) {
 	f := q.unreachable.Load()
-	if f == nil || !f.refused {
+	if f == nil || f.refusedAt.IsZero() {
 		return false, nil
 	}
-	if now.Sub(f.at) < pause || !q.probing.CompareAndSwap(false, true) {
-		return false, fmt.Errorf("%w (not sent: the server refused a connection %v ago)", f.err, now.Sub(f.at).Round(time.Millisecond))
+	if now.Sub(f.refusedAt) < pause || !q.probing.CompareAndSwap(false, true) {
+		return false, fmt.Errorf("%w (not sent: the server refused a connection %v ago)", f.err, now.Sub(f.refusedAt).Round(time.Millisecond))
 	}
 	return true, nil
 }
@@ -128,7 +126,7 @@ func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		case isRefusal(err):
 			w.q.refused(err)
 		case !errors.Is(err, context.Canceled): // a cancelled dial says nothing of the server
-			w.q.unreachable.Store(&dialFailure{err: err, at: time.Now()})
+			w.q.unreachable.Store(&dialFailure{err: err})
 		}
 		return conn, err
 	}
@@ -157,8 +155,8 @@ func (q *queue) explain(err error, budget time.Duration) error {
 	f := q.unreachable.Load()
 	switch {
 	case f == nil && late:
-		// Named, so that a timeout no answer can meet (WithTimeout(100), nanoseconds) reads
-		// as what it is, not as a slow Redis.
+		// Named, so that a deadline too short for any answer (WithTimeout(100), meant as
+		// milliseconds) reads as such, not as a slow Redis.
 		return fmt.Errorf("no answer within the %v deadline (WithTimeout, or the caller's if earlier): %w", budget, err)
 	case f == nil:
 		return err
@@ -369,7 +367,7 @@ func (s *Store) exec(ctx context.Context, tx bool, calls []*call) {
 	p.Exec(ctx) // each command keeps its own error
 	p = pipe()
 	for i, c := range calls {
-		if isNoScript(cmds[i].Err()) && waited(c) {
+		if hasPrefix(cmds[i].Err(), "NOSCRIPT") && waited(c) {
 			cmds[i] = c.script.Eval(ctx, p, c.keys, c.args...)
 		}
 	}
@@ -400,11 +398,8 @@ func moving(calls []*call) []*call {
 // enough not to spin against the server, short beside a store's deadline.
 const movingPause = 10 * time.Millisecond
 
-// isNoScript reports whether the server lacked the script, with any "ERR " prefix a
-// proxy adds.
-func isNoScript(err error) bool { return hasPrefix(err, "NOSCRIPT") }
-
-// hasPrefix reports whether err's text, without an "ERR " prefix, starts with one of ps.
+// hasPrefix reports whether err's text, without any "ERR " prefix a proxy adds, starts
+// with one of ps.
 func hasPrefix(err error, ps ...string) bool {
 	if err == nil {
 		return false

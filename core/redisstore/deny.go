@@ -16,9 +16,10 @@ const (
 	defaultDenyCap = 1 << 16
 )
 
-// denyCache remembers refusals Redis gave for Enforce queries until the slot they wait for
-// is freed by time. It only ever refuses, and never past the moment Redis would admit, so
-// it cannot make a limit looser or stricter than Redis's answer, only cheaper.
+// denyCache remembers the refusals Redis gave to Enforce and Penalty queries, and answers
+// Enforce and Peek queries of the same key and cost with them until the wait Redis gave
+// has passed. It only ever refuses, and never past the moment Redis would admit, so it
+// cannot make a limit looser or stricter than Redis's answer, only cheaper.
 type denyCache struct {
 	shards   [denyShards]denyShard
 	perShard int
@@ -71,8 +72,8 @@ func (c *denyCache) get(h [16]byte, cost int, now time.Time) (core.Decision, boo
 	return d, true
 }
 
-// gen is key h's generation counter, whose value before a decision put takes: chosen by
-// other bits than its shard.
+// gen returns the counter of h's resets and releases (see gens), chosen by other bits than
+// its shard: Decide reads it before it sends, put compares it.
 func (c *denyCache) gen(h [16]byte) *atomic.Uint64 {
 	return &c.gens[(int(h[1])<<8|int(h[2]))%denyGens]
 }

@@ -43,19 +43,19 @@ func TestDenyCacheAges(t *testing.T) {
 	}
 }
 
-func TestIsNoScript(t *testing.T) {
+func TestNoScriptWithOrWithoutERR(t *testing.T) {
 	for msg, want := range map[string]bool{
 		"NOSCRIPT No matching script. Please use EVAL.":     true,
 		"ERR NOSCRIPT No matching script. Please use EVAL.": true,
 		"ERR unknown command":                               false,
 		"dial tcp: connection refused":                      false,
 	} {
-		if got := isNoScript(errString(msg)); got != want {
-			t.Errorf("isNoScript(%q) = %v, want %v", msg, got, want)
+		if got := hasPrefix(errString(msg), "NOSCRIPT"); got != want {
+			t.Errorf("hasPrefix(%q, `NOSCRIPT`) = %v, want %v", msg, got, want)
 		}
 	}
-	if isNoScript(nil) {
-		t.Error("isNoScript(nil) = true")
+	if hasPrefix(nil, "NOSCRIPT") {
+		t.Error("hasPrefix(nil, `NOSCRIPT`) = true")
 	}
 }
 

@@ -13,9 +13,9 @@
 --          (microseconds, as the decision replied), its cost, L, the ring's first byte,
 --          whether the ring has all L slots (1: bounded.lua's, empty ones NEVER) or only
 --          its grants (0: exact.lua's), the byte of the latest decision's time (reset.lua
---          reads it; 0: none), NB, the number of bounded rates, then each one's block's
---          first byte and granule (microseconds), then the longest exact rate's period
---          (microseconds; 0: none).
+--          reads it; 0: none), NB, a bounded rate's count slots (bounds.Buckets+1), nb,
+--          the number of bounded rates, then each one's block's first byte and granule
+--          (microseconds), then the longest exact rate's period (microseconds; 0: none).
 -- Returns  the units given back, then zeros (the decision scripts' reply shape).
 local unpack, pack, call, sub, floor = struct.unpack, struct.pack, redis.call, string.sub, math.floor
 local arg = ARGV[1]

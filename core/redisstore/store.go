@@ -246,8 +246,10 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	}
 	var gen uint64
 	if s.deny != nil {
-		if d, ok := s.deny.get(h, cost, start); ok && q.Mode != core.Penalty {
-			return d, nil
+		if q.Mode != core.Penalty { // which Redis must record
+			if d, ok := s.deny.get(h, cost, start); ok {
+				return d, nil
+			}
 		}
 		gen = s.deny.gen(h).Load()
 	}
@@ -331,8 +333,8 @@ func (s *Store) change(ctx context.Context, h [16]byte, key string, script *redi
 	return nil
 }
 
-// put appends xs to b as little-endian int64s: the scripts take packed binary arguments,
-// since converting text to numbers is one of the dearest steps in Redis's Lua.
+// put appends xs to b as little-endian int64s: the scripts read packed arguments, cheaper
+// in Redis's Lua than numbers as text.
 func put(b []byte, xs ...int64) []byte {
 	for _, x := range xs {
 		b = binary.LittleEndian.AppendUint64(b, uint64(x))
@@ -412,6 +414,8 @@ func planOf(p *core.Policy) *plan {
 		for _, r := range pl.rates {
 			pl.tail = put(pl.tail, int64(r.Count), micros(r.Period))
 		}
+		// release.lua's ARGV: L, RING, fixed, LAST, NB, nb, {block, granule} per bounded
+		// rate (none here), then the longest exact period.
 		pl.fields = put(nil, logLen, exactHead+2*n, 0, 0, slots, 0, longestExact)
 		return pl
 	}

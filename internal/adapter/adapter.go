@@ -21,16 +21,6 @@ type Verdict = hook.Verdict[core.Decision]
 // HeaderMap is an http.Header as a hook.HeaderSetter (see hook.HeaderMap).
 type HeaderMap = hook.HeaderMap
 
-// Response field names.
-const (
-	HeaderRateLimitPolicy = hook.HeaderRateLimitPolicy
-	HeaderRateLimit       = hook.HeaderRateLimit
-	HeaderRetryAfter      = hook.HeaderRetryAfter
-	HeaderLimit           = hook.HeaderLimit
-	HeaderRemaining       = hook.HeaderRemaining
-	HeaderReset           = hook.HeaderReset
-)
-
 // A Limiter is one registered limit (see hook.Limiter). Adapters build one when a route
 // is registered, and call its Check for every request.
 type Limiter = hook.Limiter[core.Request, core.Decision, *core.Policy]

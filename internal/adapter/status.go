@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"bufio"
-	"cmp"
 	"io"
 	"net"
 	"net/http"
@@ -10,11 +9,10 @@ import (
 )
 
 // A StatusWriter records the status of the response written through it, for a limit that
-// counts by outcome (core.WithCountWhen): the first final status passed to WriteHeader
-// (1xx but 101 go on), or 200 once a body or a flush goes first; and whether the handler
-// took the connection over (a WebSocket, say), whose response has no status, so that it
-// is not settled and counts. Adapters put it in front of the writer handlers get, so that
-// it sees what they write whatever wraps that writer.
+// counts by outcome (core.WithCountWhen), and whether the handler took the connection over
+// (a WebSocket, say): such a response has no status, is not settled, and counts. Adapters
+// put it in front of the writer handlers get, so that it sees what they write whatever
+// wraps that writer.
 type StatusWriter struct {
 	http.ResponseWriter
 	status   int  // 0 until the status is sent
@@ -40,14 +38,6 @@ func (s *StatusWriter) Wrap() http.ResponseWriter {
 		return hijacker{s}
 	}
 	return s
-}
-
-// Result returns the response's status, and false when the connection was taken over.
-func (s *StatusWriter) Result() (int, bool) {
-	if s.hijacked {
-		return 0, false
-	}
-	return cmp.Or(s.status, http.StatusOK), true // nothing written: net/http sends 200
 }
 
 // Written returns the status written through s, 0 if none was; hijacked says whether the

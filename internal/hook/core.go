@@ -5,14 +5,11 @@ import (
 	"time"
 )
 
-// A Core is how the adapters build their limits: package core registers one when it is
-// initialized, and package adapter reads it back with core's types as O (core.Option)
-// and L (this package's Limiter of core's types).
-//
-// Go has no friend packages: the adapters can call only what core exports, and exporting
-// its limiter and these functions would grow core's API with names no application should
-// call; core cannot import package adapter, which imports core. So core hands them over
-// here, once, as one typed value.
+// A Core is how the adapters build their limits. Go has no friend packages: exporting
+// core's limiter and these functions would give core names no application should call,
+// and core cannot import package adapter, which imports core. So core registers one Core
+// here when it is initialized (O is core.Option, L this package's Limiter of core's
+// types), and package adapter reads it back.
 type Core[O, L any] struct {
 	// New, Must and Parse build a limit, and Extension and Refuse make options: package
 	// adapter's New, Must, Parse, Option and Refuse, which say what each does.
