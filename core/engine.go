@@ -85,11 +85,12 @@ func (p *Policy) apply(d *Decision, s []int64, now int64, cost int, mode Mode) e
 	return nil
 }
 
+// checkCost refuses a cost above the narrowest rate's count.
 func (p *Policy) checkCost(cost int) error {
-	if r := p.narrowest(); cost > r.Count {
-		return fmt.Errorf("cost %d, rate %v: %w", cost, r, ErrCostTooHigh)
+	if cost <= p.minCount {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("cost %d, rate %v: %w", cost, p.narrowest(), ErrCostTooHigh)
 }
 
 // narrowest returns the first of p's rates of the smallest count: the one a cost above the

@@ -24,7 +24,7 @@ func HoldsKey(m *MemoryStore, p *Policy, scope, key string) bool {
 
 // ShardOf returns the index of the shard that holds, or would hold, the key.
 func ShardOf(m *MemoryStore, p *Policy, scope, key string) int {
-	return int(m.hash(&Query{Policy: p, Scope: scope, Key: key}) >> (64 - 6))
+	return int(m.hash(&Query{Policy: p, Scope: scope, Key: key}) >> (64 - shardBits))
 }
 
 // EntryCount returns how many entries m's tables hold, all shards together, and the most

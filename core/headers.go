@@ -25,25 +25,25 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	d := &v.Decision
-	never := v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
-	if !v.Allowed && !never {
+	hopeless := errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
+	if !v.Allowed && !hopeless {
 		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}
 	if d.Rate.Count == 0 { // the store failed and no decision was made
 		return
 	}
 	style := l.cfg.headers
-	// Undecided (a store failure, or a cost above the limit), only the policy is known. A
+	// Not decided (a store failure, or a cost above the limit), only the policy is known. A
 	// refusal after a store failure says in the legacy fields that nothing is left, rather
 	// than leave another limit's room on a 429; a cost above the limit leaves them (smaller
 	// requests have room).
-	decided := !never && !v.Undecided
+	decided := !hopeless && !v.Undecided
 	if style == HeadersStandard || style == HeadersBoth {
 		switch {
 		case !decided:
-			l.addPolicy(h)
+			l.setFields(h, nil, "")
 		case l.cfg.pkSecret != nil:
-			l.setPartitioned(h, d, key)
+			l.setFields(h, d, l.partitionKey(key))
 		default:
 			l.setMembers(h, d)
 		}
@@ -69,18 +69,13 @@ func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 	// A HeaderMap keeps the value it is given: a cached one or a new box. Other setters
 	// copy it (fasthttp does) from a box the pool lends, so that it allocates nothing.
 	m, keeps := h.(hook.HeaderMap)
-	var a hook.HeaderAdder = m
-	if !keeps {
-		a, _ = h.(hook.HeaderAdder)
-	}
+	a, _ := h.(hook.HeaderAdder)
 	var lines []string
 	if a != nil {
 		lines = a.Values(hook.HeaderRateLimitPolicy)
 	}
 	if len(lines) > 0 && taken(lines, l.rateNames) {
-		names, policy := l.freeNames(lines)
-		a.Add(hook.HeaderRateLimitPolicy, policy)
-		a.Add(hook.HeaderRateLimit, l.rateLimitField(d, names))
+		l.setFields(h, d, "")
 		return
 	}
 	f := l.cachedField(d)
@@ -103,16 +98,26 @@ func (l *limiter) setMembers(h hook.HeaderSetter, d *Decision) {
 	}
 }
 
-// addPolicy sets or adds the limit's RateLimit-Policy members, as setMembers does.
-func (l *limiter) addPolicy(h hook.HeaderSetter) {
-	if a, ok := h.(hook.HeaderAdder); ok {
-		if lines := a.Values(hook.HeaderRateLimitPolicy); len(lines) > 0 {
-			_, policy := l.freeNames(lines)
-			a.Add(hook.HeaderRateLimitPolicy, policy)
-			return
-		}
+// setFields is setMembers' general form, which allocates: it sets or adds the limit's
+// RateLimit-Policy members and, unless d is nil, its RateLimit member, params ending each.
+func (l *limiter) setFields(h hook.HeaderSetter, d *Decision, params string) {
+	var lines []string
+	a, adds := h.(hook.HeaderAdder)
+	if adds {
+		lines = a.Values(hook.HeaderRateLimitPolicy)
 	}
-	h.Set(hook.HeaderRateLimitPolicy, l.policyField)
+	names, policy := l.freeNames(lines)
+	if params != "" {
+		policy = formatPolicy(names, l.policy.rates, params)
+	}
+	set := h.Set
+	if len(lines) > 0 {
+		set = a.Add
+	}
+	set(hook.HeaderRateLimitPolicy, policy)
+	if d != nil {
+		set(hook.HeaderRateLimit, l.rateLimitField(d, names)+params)
+	}
 }
 
 // fewerLeft reports whether a limit with remaining left until reset (unix seconds) binds

@@ -6,9 +6,10 @@ import (
 	"reflect"
 )
 
-// KeyByValue keys requests by a value stored on them (Request.Value); one fmt prints
-// anew each time (holding a pointer) is an error: keyed by IP. Without a key, every
-// request's key is an error, as for KeyByHeader without a name.
+// KeyByValue keys requests by the value stored under key (Request.Value): a string, a
+// Stringer's text, or fmt's text of a value that prints alike in every request. One that
+// does not (it holds a pointer) is the key function's error, and the request is keyed by
+// IP; so is every request under KeyByValue(nil), as under KeyByHeader("").
 func KeyByValue(key any) KeyFunc {
 	if key == nil {
 		err := errors.New("KeyByValue(nil): a key is required, the one your code stores the value under")

@@ -216,10 +216,11 @@ func (l *limiter) Policy() *Policy { return l.policy }
 // Extension returns the adapter-specific setting stored under key, or nil.
 func (l *limiter) Extension(key any) any { return l.cfg.extensions[key] }
 
-// NeedsRequest reports whether Check will read its input's Request.
+// NeedsRequest reports whether Check reads more of its input's Request than header fields
+// and context: a key, skip, cost or tier function sees it.
 func (l *limiter) NeedsRequest() bool {
 	c := &l.cfg
-	return c.key != nil || c.skip != nil || c.cost != nil || len(c.trusted) > 0 || c.trustUnix || c.tierPick != nil
+	return c.key != nil || c.skip != nil || c.cost != nil || c.tierPick != nil
 }
 
 // FrameworkIP reports whether WithClientIPFromFramework was given.
@@ -259,14 +260,20 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		// Below 1 counts as 1 (Query.Cost), said here too: a store that took a negative
 		// cost for a refund would let a cost function turn the limit off.
 		q.Cost = max(1, c.cost(in.Request))
+		// Refused before the store is asked, whatever the fail mode (FailOpen or FailLocal
+		// would admit it uncounted when the store fails).
+		if err := l.policy.checkCost(q.Cost); err != nil {
+			*v = l.tooCostly(requestContext(ctx, in), q, in.Route, err)
+			return q.Key
+		}
 	}
 	var err error
 	var took time.Duration
 	if l.mem != nil {
 		err = l.mem.decide(&v.Decision, &q, l.mem.now())
 	} else {
-		// Timed for observers, only across a network: in memory the clock would cost a
-		// share of the decision.
+		// Only a store across a network is timed (Event.StoreTime): two clock reads would
+		// add to every in-memory decision.
 		ctx = requestContext(ctx, in)
 		start := time.Now()
 		v.Decision, err = l.store.Decide(ctx, q)
@@ -276,19 +283,13 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		ctx = requestContext(ctx, in)
 		if errors.Is(err, ErrCostTooHigh) {
 			*v = l.tooCostly(ctx, q, in.Route, err)
-		} else if cerr := q.Policy.checkCost(q.Cost); cerr != nil {
-			// A store that failed before it checked the cost: too costly all the same,
-			// whatever the fail mode (FailOpen or FailLocal would admit it uncounted).
-			*v = l.tooCostly(ctx, q, in.Route, cerr)
 		} else {
 			*v = l.failed(ctx, q, in.Route, err, took)
 		}
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
-	if c.countWhen != nil {
-		v.Release = l.hold(l.store, q, in.Route, &v.Decision)
-	}
+	v.Release = l.hold(l.store, q, in.Route, &v.Decision)
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
@@ -319,10 +320,9 @@ func (l *limiter) observe(o Outcome, q Query, route string, v verdict, took time
 	}
 }
 
-// scope names the bucket's scope for a request on route ("" if unknown: one scope for all):
-// the explicit scope or the route, set apart from other limits' and tiers' by ident. The
-// memory store finds the ident in the policy's salt, so that a decision there joins no
-// strings.
+// scope names a request's bucket scope: WithScope's name, else the route ("" if unknown:
+// one for all), then ident, except in the memory store, which has it in the policy's salt
+// and so joins no strings.
 func (l *limiter) scope(route string) string {
 	if l.cfg.scope != "" {
 		route = l.cfg.scope

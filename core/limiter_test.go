@@ -202,6 +202,27 @@ func TestCostAboveLimitIsRefused(t *testing.T) {
 	}
 }
 
+// A request whose cost no rate can ever admit is refused before the store is asked: across
+// a network, a round trip that can only say no.
+func TestCostAboveLimitNeverReachesTheStore(t *testing.T) {
+	store, cost := &countingStore{MemoryStore: core.NewMemoryStore(nil)}, 5
+	l := adapter.Must(2, time.Minute, core.WithStore(store),
+		core.WithCost(func(core.Request) int { return cost }), core.WithErrorHook(func(context.Context, error) {}))
+	in := adapter.Input{Route: "/", Peer: "192.0.2.1:5", Request: fakeRequest{}}
+	for range 3 {
+		if v := l.Check(context.Background(), in, nil); v.Status != 413 {
+			t.Fatalf("cost 5 of 2/1m: %+v, want 413", v)
+		}
+	}
+	cost = 2
+	if v := l.Check(context.Background(), in, nil); !v.Allowed {
+		t.Fatalf("cost 2 of 2/1m: %+v, want admitted", v)
+	}
+	if n := store.decides.Load(); n != 1 {
+		t.Fatalf("the store was asked %d times, want once: for the request of cost 2 alone", n)
+	}
+}
+
 // slowStore decides like a MemoryStore after a pause, as a store across a network would.
 type slowStore struct {
 	core.Store

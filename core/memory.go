@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// shardCount is how many shards hold a policy's keys: decisions on different keys rarely
-// wait on one another's lock.
-const shardCount = 64
+// shardCount is how many shards hold a policy's keys, by a key hash's top shardBits bits:
+// decisions on different keys rarely wait on one another's lock.
+const shardBits, shardCount = 6, 1 << shardBits
 
 // MemoryStore is the in-process Store, and the default: exact, allocation-free per
 // decision, bounded, with no goroutine to stop. At MaxKeys, newcomers share one bucket per
@@ -154,7 +154,7 @@ func (m *MemoryStore) table(p *Policy) *keyTable {
 func (m *MemoryStore) lock(q *Query) (*keyTable, uint64, *shard) {
 	t := m.table(q.Policy)
 	h := m.hash(q)
-	sh := &t.shards[h>>(64-6)] // shardCount is 2⁶
+	sh := &t.shards[h>>(64-shardBits)]
 	sh.mu.Lock()
 	return t, h, sh
 }

@@ -1,8 +1,9 @@
 package core
 
-// sweepChunk is how many entries a sweep step examines. Decisions take the steps, so that
-// none pays for a scan of a whole shard: one in their own shard once SweepInterval has
-// passed since its last pass, and a newcomer at the key cap one of the store-wide round.
+// sweepChunk is how many entries a sweep step examines. Decisions take the steps, one at
+// most each, so none pays for a whole shard: in its own shard once SweepInterval has passed
+// since that shard's last pass, and, for a newcomer at the key cap, in the store-wide round
+// (sweepRound).
 const sweepChunk = 16
 
 // sweepStep examines the next sweepChunk entries from the shard's cursor and drops the idle
@@ -33,9 +34,9 @@ func (sh *shard) sweepStep(t *keyTable, now int64) (passed bool) {
 	sh.lastPass = max(sh.lastPass, now)
 	// A Go map never shrinks: a shard that has lost three in four of its keys moves them to
 	// smaller storage, a copy whose cost is spread over the drops that made it due.
-	if n := len(sh.order); cap(sh.order) > 4*n+64 {
-		sh.order = append(make([]uint64, 0, 2*n), sh.order...)
-		entries := make(map[uint64][]int64, 2*n)
+	if left := len(sh.order); cap(sh.order) > 4*left+64 {
+		sh.order = append(make([]uint64, 0, 2*left), sh.order...)
+		entries := make(map[uint64][]int64, 2*left)
 		for h, e := range sh.entries {
 			entries[h] = e
 		}

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-
-	"github.com/reqlimit/reqlimit/internal/hook"
 )
 
 // WithPartitionKey adds the draft's pk, telling a client's quotas apart, to each
@@ -22,24 +20,9 @@ func WithPartitionKey(secret string) Option {
 	}
 }
 
-// setPartitioned sets the RateLimit fields with key's pk (a Structured Field byte sequence)
-// in each member, adding to those of other limits on the request as setMembers does.
-func (l *limiter) setPartitioned(h hook.HeaderSetter, d *Decision, key string) {
-	names, lines := l.rateNames, []string(nil)
-	a, adds := h.(hook.HeaderAdder)
-	if adds {
-		lines = a.Values(hook.HeaderRateLimitPolicy)
-		names, _ = l.freeNames(lines)
-	}
+// partitionKey returns the pk parameter of key's members: a Structured Field byte sequence.
+func (l *limiter) partitionKey(key string) string {
 	mac := hmac.New(sha256.New, l.cfg.pkSecret)
 	mac.Write([]byte(key))
-	pk := ";pk=:" + base64.StdEncoding.EncodeToString(mac.Sum(nil)[:12]) + ":"
-	policy, field := formatPolicy(names, l.policy.rates, pk), l.rateLimitField(d, names)+pk
-	if len(lines) > 0 {
-		a.Add(hook.HeaderRateLimitPolicy, policy)
-		a.Add(hook.HeaderRateLimit, field)
-		return
-	}
-	h.Set(hook.HeaderRateLimitPolicy, policy)
-	h.Set(hook.HeaderRateLimit, field)
+	return ";pk=:" + base64.StdEncoding.EncodeToString(mac.Sum(nil)[:12]) + ":"
 }

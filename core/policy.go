@@ -29,10 +29,9 @@ type Policy struct {
 	offset       []int         // per rate: where a bounded rate's block starts in the state, 0 for exact rates
 	stateLen     int
 
-	// salt sets the buckets of the registered limit that made the policy apart from other
-	// limits' of the same text in a MemoryStore, as its ident does in other stores' scopes
-	// (see limiter.ident); 0 for a limit named with WithScope, whose name sets its buckets,
-	// and for a policy an application made.
+	// salt is the registering limit's ident, hashed (see limiter.ident): it sets the limit's
+	// buckets apart in a MemoryStore, as the ident does in other stores' scopes. 0 under
+	// WithScope and for a policy an application made.
 	salt uint64
 	memo atomic.Pointer[keyTable] // the table of the MemoryStore this policy was last decided in
 }

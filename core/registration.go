@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"path"
 	"reflect"
 	"runtime"
@@ -84,6 +85,17 @@ func (s registrationSite) where() string {
 	return site
 }
 
+// sourceLine returns line n of file, trimmed, or "" when the source is not at hand (as in
+// most deployed binaries). It only runs when a registration panics.
+func sourceLine(file string, n int) string {
+	b, err := os.ReadFile(file)
+	lines := strings.Split(string(b), "\n")
+	if err != nil || n < 1 || n > len(lines) {
+		return ""
+	}
+	return strings.TrimSpace(lines[n-1])
+}
+
 // identify returns what sets apart the buckets of a limit registered at stack (its
 // application frames, innermost first) from every other limit's of the same policy: a hash
 // of the stack, the same in every process running the build. No counter or registration
@@ -92,7 +104,8 @@ func (s registrationSite) where() string {
 // one loop or helper registers share a site: WithScope names them apart on one route.
 func identify(stack []string) string {
 	h := fnv.New64a()
-	// Joined by newlines, as before every limit had an ident: those limits keep their buckets.
+	// Joined by newlines, as the stack was hashed before limits had idents: limits
+	// registered then keep their buckets on a shared store.
 	h.Write([]byte(strings.Join(stack, "\n")))
 	return "\x00limit " + strconv.FormatUint(h.Sum64(), 16)
 }

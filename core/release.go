@@ -43,7 +43,8 @@ func (l *limiter) checkCountWhen() error {
 	return nil
 }
 
-// A pending grant is an admitted request's slot that its response may give back.
+// A pending grant is an admitted request's slot that its response may give back. l is the
+// limit or tier that decided it; Settle's receiver is always the outer limit.
 type pending struct {
 	l     *limiter
 	store Store // the store that recorded it: FailLocal's, after a failure

@@ -17,9 +17,8 @@ import (
 // whose middleware can run before routing (nethttp: every route shares one bucket);
 // WithClientIPFromFramework where the framework would take the client IP from any client,
 // so the limit keys by the peer. Each warning names the fix and is given once per limit, to
-// the error hook or else to slog at level Warn; it never changes a decision. Public peers'
-// headers are never looked at; and a limit stops looking once many requests gave no
-// cause to warn, public peers' or local peers' without a forwarded header.
+// the error hook or else to slog at level Warn; it never changes a decision. It never reads
+// a public peer's headers, and stops looking after many requests that gave no cause.
 func WithWarnings(on bool) Option {
 	return func(c *config) error { c.noWarnings = !on; return nil }
 }
@@ -34,9 +33,9 @@ type warnings struct {
 }
 
 // maxLooks is how many requests without cause to warn (from a public peer, a local one
-// without a forwarded header, or one a proxy the framework trusts named) a limit looks at: behind a proxy nearly every
-// request comes from it with one, so after that many without there is no proxy to warn of.
-// Looking costs parsing the peer's address, which a key needs only for IPv6.
+// without a forwarded header, or one named by a proxy the framework trusts) a limit looks
+// at: behind a proxy nearly every request comes from it with one, so after that many there
+// is no proxy to warn of, and no address to parse for it.
 const maxLooks = 1 << 10
 
 func newWarnings(cfg *config) *warnings {

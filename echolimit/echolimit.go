@@ -84,9 +84,9 @@ func (m *limited) serve(c echo.Context, next echo.HandlerFunc) error {
 				"set e.IPExtractor to echo.ExtractIPFromXFFHeader or echo.ExtractIPFromRealIPHeader, trusting your proxies' ranges")
 		}
 	}
-	// echo.Context is an interface: boxing request allocates, so only when a key, skip
-	// or cost function or trusted proxies will read it; else core reads the header fields
-	// alone, from the net/http request.
+	// echo.Context is an interface: boxing request allocates, so only when a key, skip,
+	// cost or tier function will read it; else core reads the header fields alone, from
+	// the net/http request.
 	var req core.Request = adapter.HTTPRequest{R: r}
 	if m.needsRequest {
 		req = &request{c}

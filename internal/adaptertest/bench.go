@@ -231,7 +231,15 @@ func ExpectNoExtraAllocs(t *testing.T, framework, uncached float64, build func(A
 	if raceEnabled {
 		t.Skip("allocation counts are random under the race detector; .ci/run runs this without it")
 	}
-	apps := BenchApps()
+	// Beside the benchmarks' apps, a limit behind a trusted proxy: core reads the forwarded
+	// header through the view adapters pass when no function of the application needs the
+	// request, so trusting a proxy costs no allocation either.
+	apps := append(BenchApps(), struct {
+		Name     string
+		App      App
+		Uncached bool
+	}{"behind-a-trusted-proxy", App{Routes: []Route{{Path: "/user/:id", Limits: []Limit{{Count: 100, Period: time.Microsecond,
+		Opts: []core.Option{core.WithStore(core.NewMemoryStore(nil)), core.WithShortPeriods(), core.WithTrustedProxies("192.0.2.0/24")}}}}}}, false})
 	// AllocsPerRun counts every goroutine's allocations, so work left running by earlier
 	// tests can only add to a count: the least of a few is the route's own.
 	allocs := func(app App) float64 {
