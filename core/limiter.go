@@ -25,9 +25,10 @@ type limiter struct {
 	mem    *MemoryStore // store, when it is one: decided without an interface call
 	cfg    config
 
-	// ident tells this limit's buckets apart from those of another registered limit with
-	// the same policy (see identify): "" under WithScope, never for a tier. The memory
-	// store reads it from the policy's salt, other stores from the scope.
+	// ident sets this limit's buckets apart from every other registered limit's of the
+	// same policy text (see identify): "" under WithScope, whose name does it; a tier's
+	// adds the tier's name (see register). The memory store gets it hashed, as the
+	// policy's salt; other stores joined to the scope (see scope); Quota in its bucket IDs.
 	ident string
 
 	policyField string    // RateLimit-Policy, fixed for the limiter's life

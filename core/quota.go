@@ -218,7 +218,8 @@ func (l *limiter) buckets(key string) []quotaBucket {
 }
 
 // tighter reports whether a binds more than b: refused where b is admitted, or refused
-// longer, or admitted with less left.
+// longer, or admitted with less left. Unlike the rates of one decision (Policy.report),
+// the limits a quota compares may differ in their verdicts, so a refusal ranks first.
 func tighter(a, b Decision) bool {
 	if a.Allowed != b.Allowed {
 		return !a.Allowed
