@@ -25,7 +25,7 @@ func (l *limiter) setHeaders(h hook.HeaderSetter, v *verdict, key string) {
 		return
 	}
 	d := &v.Decision
-	hopeless := errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
+	hopeless := v.Err != nil && errors.Is(v.Err, ErrCostTooHigh) // waiting cannot help
 	if !v.Allowed && !hopeless {
 		h.Set(hook.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	}

@@ -290,7 +290,9 @@ func (l *limiter) check(ctx context.Context, in *input, v *verdict) (key string)
 		return q.Key
 	}
 	v.Allowed, v.Status = v.Decision.Allowed || c.dryRun, c.denyStatus
-	v.Release = l.hold(l.store, q, in.Route, &v.Decision)
+	if c.countWhen != nil { // as hold says, without the call
+		v.Release = l.hold(l.store, q, in.Route, &v.Decision)
+	}
 	if c.observer != nil {
 		o := Admitted
 		if !v.Decision.Allowed {
