@@ -41,7 +41,9 @@ type call struct {
 }
 
 // A queue holds the calls waiting for one server's flights, and what is known of its
-// connections.
+// connections. When a connection is refused, the calls under way are cut short (down),
+// calls for the next pause fail unsent (shut), then one call at a time probes the server
+// until one is answered.
 type queue struct {
 	mu      sync.Mutex
 	waiting []*call
@@ -207,6 +209,7 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 		q.mu.Unlock()
 		return reply{}, err
 	}
+	// Whoever takes a flight (q.flying++) gives it back or hands it to a new fly.
 	free := q.flying < s.flights
 	// A caller that finds a flight free and nobody waiting sends its call itself, with no
 	// goroutine to wake, if the client holds its deadline on the socket.
