@@ -124,6 +124,24 @@ var bucketScenarios = []Scenario{
 		),
 	},
 	{
+		// Forwarded through a trusted proxy, read from the adapter's header view (no
+		// key function, so no full request is built): the rightmost address the trusted
+		// proxies did not add is the client, over several lines as in one, and a forged
+		// leftmost entry changes nothing.
+		Name: "forwarded-header-keys-the-client-behind-a-trusted-proxy",
+		App: func(Traits, Adapter, *Probe) App {
+			return one("/a", perMinute(1, core.WithTrustedProxies("10.0.0.0/8"), core.WithForwardedHeader("Forwarded")))
+		},
+		Steps: fixed(
+			from("10.0.0.1:1", ok("/a", "Forwarded", "for=192.0.2.9")),
+			from("10.0.0.2:1", refused("/a", "Forwarded", "for=203.0.113.5, for=192.0.2.9")),
+			from("10.0.0.1:1", refused("/a", "Forwarded", "for=203.0.113.6", "Forwarded", "for=192.0.2.9;proto=https")),
+			from("10.0.0.1:1", ok("/a", "Forwarded", "for=192.0.2.9, for=10.0.0.7", "Forwarded", "for=192.0.2.10")),
+			from("10.0.0.1:1", ok("/a", "Forwarded", `for="[2001:db8::1]:443"`)),
+			from("10.0.0.1:1", refused("/a", "Forwarded", `for=192.0.2.10, for="[2001:db8::2]"`)),
+		),
+	},
+	{
 		// A cost above the limit can never be admitted: 413 and no Retry-After, which
 		// would invite a retry that cannot succeed, and no RateLimit state, which was not read.
 		Name: "cost-above-the-limit-is-413-without-retry-after",
