@@ -270,7 +270,7 @@ func (s *Store) Decide(ctx context.Context, q core.Query) (core.Decision, error)
 	if s.deny != nil && q.Mode != core.Peek {
 		// Cached from the moment the request left, so that it ends no later than the
 		// server's. A Penalty refusal reports the state after recording, which an Enforce
-		// query meets next. put skips a refusal that may predate a reset or release.
+		// query meets next.
 		if !d.Allowed && wait > 0 {
 			s.deny.put(h, gen, cost, start, wait, d)
 		} else if d.Allowed {
@@ -346,14 +346,13 @@ func put(b []byte, xs ...int64) []byte {
 // otherwise, cost, mode, expiry, then the policy's part (plan.tail).
 func (s *Store) args(pl *plan, cost int, mode core.Mode) []any {
 	b := put(make([]byte, 0, 40+len(pl.tail)), 1, 0, int64(cost), int64(mode), pl.expire)
-	if s.clock != nil { // keys under a test clock get no expiry: its time is not the server's
+	if s.clock != nil { // no expiry (see WithClock)
 		b = put(b[:0], 0, s.clock().UnixMicro(), int64(cost), int64(mode), 0)
 	}
 	return []any{append(b, pl.tail...)}
 }
 
-// releaseArgs packs release.lua's ARGV: the grant, its cost, then where the key's fields
-// are (plan.fields).
+// releaseArgs packs release.lua's ARGV: the grant, its cost, then plan.fields.
 func releaseArgs(pl *plan, grant int64, cost int) []byte {
 	return append(put(nil, grant, int64(cost)), pl.fields...)
 }
@@ -391,7 +390,7 @@ type plan struct {
 // counts microseconds, and a longer window can only be stricter.
 func planOf(p *core.Policy) *plan {
 	pl := &plan{rates: p.Rates()}
-	logLen, longest, longestExact := int64(0), int64(0), int64(0)
+	var logLen, longest, longestExact int64
 	// Each rate's bucket width, as the engine's: the period over bounds.Buckets, rounded
 	// up; 0 for a rate core keeps as an exact log of grant times.
 	gran := make([]int64, len(pl.rates))

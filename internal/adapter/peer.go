@@ -10,7 +10,6 @@ import (
 // peers keeps the strings of recently seen addresses: frameworks on fasthttp give the
 // peer as a *net.TCPAddr, whose IP formats to a new string on every request, and a
 // forwarded address parsed from the request's bytes would have to be copied out of them.
-// A client that keeps sending then costs no allocation for its address.
 var peers hook.StringCache
 
 // PeerString returns a as an Input.Peer, the bare address, from the cache when it can: the

@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// A Core is how the adapters build their limits. Go has no friend packages: exporting
-// core's limiter and these functions would give core names no application should call,
-// and core cannot import package adapter, which imports core. So core registers one Core
-// here when it is initialized (O is core.Option, L this package's Limiter of core's
-// types), and package adapter reads it back.
+// A Core is how the adapters build their limits (O is core.Option, L this package's
+// Limiter of core's types): core registers one, and package adapter reads it back. Go has
+// no friend packages: exporting core's limiter and these functions would give core names
+// no application should call, and core cannot import package adapter, which imports core.
 type Core[O, L any] struct {
 	// New, Must and Parse build a limit, and Extension and Refuse make options: package
 	// adapter's New, Must, Parse, Option and Refuse, which say what each does.

@@ -75,8 +75,7 @@ func Kind(err error) int {
 	if errors.As(err, &t) && t.Timeout() {
 		return KindTimeout
 	}
-	var op *net.OpError
-	if errors.As(err, &op) {
+	if _, ok := errors.AsType[*net.OpError](err); ok {
 		return KindConnection
 	}
 	return KindOther
