@@ -182,7 +182,12 @@ func (s *Store) queueFor(key string) *queue {
 		return &s.queue // the send will meet the same error, and report it
 	}
 	// By address: go-redis replaces a node's client when the node leaves and comes back.
-	v, _ := s.nodes.LoadOrStore(node.Options().Addr, &queue{})
+	// Looked up before offering a new queue, which would be allocated at every decision.
+	addr := node.Options().Addr
+	v, ok := s.nodes.Load(addr)
+	if !ok {
+		v, _ = s.nodes.LoadOrStore(addr, &queue{})
+	}
 	q := v.(*queue)
 	// Each node client dials for itself, so each new one gets the hook, once.
 	if old := q.node.Load(); old != node && q.node.CompareAndSwap(old, node) {

@@ -24,3 +24,6 @@ func (s *Store) QueueIdle() bool {
 // SetRefusedPause sets how long after a refused connection s's decisions fail without
 // being sent.
 func SetRefusedPause(s *Store, d time.Duration) { s.pause = d }
+
+// QueueFor returns the queue of the server that holds key (see queueFor).
+func QueueFor(s *Store, key string) *queue { return s.queueFor(key) }

@@ -25,6 +25,9 @@ func TestKind(t *testing.T) {
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), KindTimeout},
 		{"read timeout", readTimeout, KindTimeout},
 		{"canceled", fmt.Errorf("request ended: %w", context.Canceled), KindCanceled},
+		// A network operation that failed for a reason not listed is still the connection's.
+		{"unreachable", fmt.Errorf("x: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}), KindConnection},
+		{"read error", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("corrupt frame")}, KindConnection},
 		{"other", errors.New("ERR unknown command"), KindOther},
 	} {
 		if got := Kind(c.err); got != c.want {
