@@ -11,13 +11,14 @@ import (
 	"github.com/reqlimit/reqlimit/nethttp"
 )
 
-// TestArticlePace is the measurement that sinks most limiters: 100 per second, one caller
-// every ~8 ms for ~10 s, over a real loopback connection. No 1-second interval may hold
-// more than 100 admitted calls (counted by whole call spans, so reply delays cannot inflate
-// the count), and every slot time frees must be used: each refusal must be justified by
-// 100 admitted calls that could have fallen in the second before it. A slow machine sends
-// fewer calls, but cannot make an unjustified refusal look justified.
-func TestArticlePace(t *testing.T) {
+// TestSteadyPaceOverLoopbackIsStrictAndUsesEveryFreedSlot is the measurement that sinks
+// most limiters: 100 per second, one caller every ~8 ms for ~10 s, over a real loopback
+// connection. No 1-second interval may hold more than 100 admitted calls (counted by whole
+// call spans, so reply delays cannot inflate the count), and every slot time frees must be
+// used: each refusal must be justified by 100 admitted calls that could have fallen in the
+// second before it. A slow machine sends fewer calls, but cannot make an unjustified
+// refusal look justified.
+func TestSteadyPaceOverLoopbackIsStrictAndUsesEveryFreedSlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes 10 seconds")
 	}

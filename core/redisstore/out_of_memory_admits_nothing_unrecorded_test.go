@@ -13,13 +13,14 @@ import (
 	"github.com/reqlimit/reqlimit/internal/redistest"
 )
 
-// TestOutOfMemory runs the store on a server with a tiny maxmemory and noeviction, the only
-// policy under which Redis never drops a grant, and fills its memory. A decision that must
-// record a grant then fails with Redis's OOM error instead of admitting: the script writes
-// nothing, so nothing is admitted unrecorded. An exact rate's refusal, which writes
-// nothing, is still answered; a bounded rate's, which records its time, fails. A limit
-// failing closed refuses. Once memory is freed, the same store admits again.
-func TestOutOfMemory(t *testing.T) {
+// TestOutOfMemoryServerAdmitsNothingUnrecorded runs the store on a server with a tiny
+// maxmemory and noeviction, the only policy under which Redis never drops a grant, and
+// fills its memory. A decision that must record a grant then fails with Redis's OOM error
+// instead of admitting: the script writes nothing, so nothing is admitted unrecorded. An
+// exact rate's refusal, which writes nothing, is still answered; a bounded rate's, which
+// records its time, fails. A limit failing closed refuses. Once memory is freed, the same
+// store admits again.
+func TestOutOfMemoryServerAdmitsNothingUnrecorded(t *testing.T) {
 	needRedis(t)
 	own, err := redistest.StartServer(tmpRoot, false, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	if err != nil {
