@@ -134,8 +134,10 @@ func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
+// ProcessHook leaves commands alone.
 func (dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 
+// ProcessPipelineHook leaves pipelines alone.
 func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
